@@ -1,0 +1,15 @@
+"""jaxseg: action-segmentation and video-understanding metrics and losses in JAX."""
+
+from jaxseg import losses, metrics, segments, streaming
+from jaxseg.evaluator import Evaluator
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Evaluator",
+    "__version__",
+    "losses",
+    "metrics",
+    "segments",
+    "streaming",
+]

@@ -1,0 +1,5 @@
+"""``python -m jaxseg``: the command-line interface."""
+
+from jaxseg.cli import main
+
+raise SystemExit(main())

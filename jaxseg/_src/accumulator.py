@@ -1,0 +1,28 @@
+"""The accumulator pattern: a named bundle of pure functions over additive states."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+
+class Accumulator(NamedTuple):
+    """Streaming evaluation as pure functions, in the spirit of an optax transformation.
+
+    ``state = init()``; ``state = update(state, targets, predictions, *, mask=None)``;
+    ``merge(a, b)`` adds two states (a cross-device merge is ``jax.lax.psum`` of the state);
+    ``compute(state) -> dict`` of metric values. States are NamedTuples of additive
+    sufficient statistics, so results do not depend on how the data was split.
+    """
+
+    init: Callable[[], Any]
+    update: Callable[..., Any]
+    merge: Callable[[Any, Any], Any]
+    compute: Callable[[Any], dict]
+
+
+def add_states(a, b):
+    """Merges two states whose leaves are all additive (counts, sums, confusion matrices)."""
+    return jax.tree_util.tree_map(lambda x, y: x + y, a, b)

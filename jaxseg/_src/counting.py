@@ -1,0 +1,67 @@
+"""Exact integer counters that stay exact past 2^31 without ``jax_enable_x64``.
+
+A count is stored as two int32 arrays, ``high`` and ``low``, with value
+``high * 2**20 + low``. Updates keep ``low`` below ``2**20``, so the states of up to 2047
+devices can be summed with ``jax.lax.psum`` without overflow, and any state, normalised or
+not, means the same number. The exact value reaches ``2**51``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+LOW_BITS = 20
+_LOW_MASK = (1 << LOW_BITS) - 1
+
+
+class Count(NamedTuple):
+    """An exact non-negative count ``high * 2**20 + low`` (int32 arrays of equal shape)."""
+
+    high: jax.Array
+    low: jax.Array
+
+
+def zeros(shape=()) -> Count:
+    """A zero count of the given shape."""
+    return Count(jnp.zeros(shape, jnp.int32), jnp.zeros(shape, jnp.int32))
+
+
+def normalize(count: Count) -> Count:
+    """Moves whole multiples of 2**20 from ``low`` into ``high``."""
+    return Count(count.high + (count.low >> LOW_BITS), count.low & _LOW_MASK)
+
+
+def add(count: Count, increment) -> Count:
+    """Adds a non-negative int32 ``increment`` (< 2**31 - 2**20) to ``count`` exactly."""
+    increment = jnp.asarray(increment, jnp.int32)
+    return normalize(Count(count.high + (increment >> LOW_BITS),
+                           count.low + (increment & _LOW_MASK)))
+
+
+def merge(a: Count, b: Count) -> Count:
+    """The exact sum of two counts."""
+    return normalize(Count(a.high + b.high, a.low + b.low))
+
+
+def to_float(count: Count) -> jax.Array:
+    """The count as float32 (relative error <= 2**-24)."""
+    return count.high.astype(jnp.float32) * float(1 << LOW_BITS) + count.low.astype(jnp.float32)
+
+
+def ratio(numerator: Count, denominator: Count, fill=jnp.nan) -> jax.Array:
+    """``numerator / denominator`` in float32, ``fill`` where the denominator is 0."""
+    from jaxseg._src.numerics import safe_divide
+
+    return safe_divide(to_float(numerator), to_float(denominator), fill)
+
+
+def to_int(count: Count) -> np.ndarray:
+    """The exact count on the host, as a numpy int64 array (or Python int for scalars)."""
+    high = np.asarray(count.high, np.int64)
+    low = np.asarray(count.low, np.int64)
+    value = high * (1 << LOW_BITS) + low
+    return int(value) if value.ndim == 0 else value

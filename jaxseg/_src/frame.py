@@ -1,0 +1,198 @@
+"""Frame-level metrics: accuracy (MoF) and the confusion-matrix family."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxseg._src import checks
+from jaxseg._src.batching import lift
+from jaxseg._src.numerics import safe_divide
+
+AVERAGES = ("micro", "macro", "weighted", "none")
+
+
+def _frame_inputs(targets, predictions, mask):
+    targets = checks.as_int_labels("targets", targets)
+    predictions = checks.as_int_labels("predictions", predictions)
+    checks.same_shape("targets", targets, "predictions", predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    if mask is None:
+        mask = jnp.ones(targets.shape, jnp.bool_)
+    return targets, predictions, mask
+
+
+def accuracy(targets, predictions, *, mask=None) -> jax.Array:
+    """Frame accuracy (mean over frames, "MoF") of each sequence.
+
+    .. math:: \\mathrm{acc} = \\frac{\\#\\{t \\text{ valid}: \\hat y_t = y_t\\}}{\\#\\{t \\text{ valid}\\}}
+
+    Args:
+      targets: integer ``[..., T]`` true labels.
+      predictions: integer ``[..., T]`` predicted labels.
+      mask: optional bool ``[..., T]``, True = valid frame.
+
+    Returns:
+      float32 ``[...]`` in [0, 1]; NaN for a sequence without valid frames. Background frames
+      count like any other (as in MS-TCN); dataset-level accuracy pools frames over videos
+      (``jaxseg.streaming``), it is not the mean of these values.
+
+    >>> float(accuracy([0, 1, 1, 2], [0, 1, 2, 2]))
+    0.75
+
+    References:
+      Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
+    """
+    targets, predictions, mask = _frame_inputs(targets, predictions, mask)
+    correct = jnp.sum((targets == predictions) & mask, axis=-1, dtype=jnp.int32)
+    frames = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    return safe_divide(correct.astype(jnp.float32), frames.astype(jnp.float32), jnp.nan)
+
+
+def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:
+    """Confusion matrix of each sequence: ``cm[i, j]`` = frames of class i predicted as j.
+
+    Args:
+      targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
+      predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
+      num_classes: static number of classes C.
+      mask: optional bool ``[..., T]``, True = valid frame.
+
+    Returns:
+      int32 ``[..., C, C]``, rows = targets, columns = predictions (as scikit-learn). Labels
+      outside ``[0, C)`` are a precondition violation: inside jit they are not checked
+      (host-side entry points such as :class:`jaxseg.Evaluator` check them).
+
+    >>> confusion_matrix([0, 1, 1], [0, 1, 0], num_classes=2).tolist()
+    [[1, 0], [1, 1]]
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    targets, predictions, mask = _frame_inputs(targets, predictions, mask)
+
+    def one(t, p, m):
+        cell = jnp.where(m, t.astype(jnp.int32) * num_classes + p, num_classes * num_classes)
+        counts = jnp.zeros(num_classes * num_classes, jnp.int32).at[cell].add(1, mode="drop")
+        return counts.reshape(num_classes, num_classes)
+
+    return lift(one, (targets, predictions, mask), (1, 1, 1))
+
+
+# ------------------------------------------------------------------------------------------
+# Everything below works on confusion matrices [..., C, C] (per sequence or summed).
+
+
+def _class_counts(cm):
+    cm = cm.astype(jnp.float32)
+    tp = jnp.diagonal(cm, axis1=-2, axis2=-1)
+    support = jnp.sum(cm, axis=-1)  # target frames per class
+    predicted = jnp.sum(cm, axis=-2)  # predicted frames per class
+    return tp, predicted - tp, support - tp, support
+
+
+def _average(per_class, support, tp_total, total, average):
+    if average == "none":
+        return per_class
+    if average == "micro":
+        return safe_divide(tp_total, total, jnp.nan)
+    defined = ~jnp.isnan(per_class)
+    values = jnp.where(defined, per_class, 0.0)
+    if average == "macro":
+        return safe_divide(jnp.sum(values, -1), jnp.sum(defined, -1).astype(jnp.float32), jnp.nan)
+    weights = jnp.where(defined, support, 0.0)
+    return safe_divide(jnp.sum(weights * values, -1), jnp.sum(weights, -1), jnp.nan)
+
+
+def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
+    """Precision, recall or F1 (``score``) from confusion matrices ``[..., C, C]``.
+
+    A class absent from both targets and predictions is NaN and left out of the means; any
+    other undefined ratio is 0 (scikit-learn's ``zero_division=0``).
+    """
+    tp, fp, fn, support = _class_counts(cm)
+    absent = (tp + fp + fn) == 0
+    if score == "precision":
+        per_class = safe_divide(tp, tp + fp, 0.0)
+    elif score == "recall":
+        per_class = safe_divide(tp, tp + fn, 0.0)
+    else:
+        per_class = safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
+    per_class = jnp.where(absent, jnp.nan, per_class)
+    return _average(per_class, support, jnp.sum(tp, -1), jnp.sum(support, -1), average)
+
+
+def _score(score, targets, predictions, num_classes, mask, average):
+    average = checks.static_choice("average", average, AVERAGES)
+    cm = confusion_matrix(targets, predictions, num_classes=num_classes, mask=mask)
+    return scores_from_confusion(cm, score, average)
+
+
+_AVERAGE_DOC = """
+    Per class c, with TP, FP and FN counted over the valid frames of one sequence:
+    ``precision = TP / (TP + FP)``, ``recall = TP / (TP + FN)``,
+    ``f1 = 2 TP / (2 TP + FP + FN)``. A class absent from both targets and predictions is NaN
+    and excluded from means; any other 0/0 is 0 (scikit-learn's ``zero_division=0``).
+
+    Args:
+      targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
+      predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
+      num_classes: static number of classes C.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      average: static; ``"none"``: per class ``[..., C]``; ``"macro"``: mean over the defined
+        classes; ``"weighted"``: mean weighted by target frames (support); ``"micro"``: from
+        pooled counts, which for single-label frames equals accuracy.
+
+    Returns:
+      float32 ``[...]`` (``[..., C]`` for ``average="none"``) in [0, 1], NaN where undefined.
+"""
+
+
+def precision(targets, predictions, *, num_classes: int, mask=None, average="macro"):
+    return _score("precision", targets, predictions, num_classes, mask, average)
+
+
+def recall(targets, predictions, *, num_classes: int, mask=None, average="macro"):
+    return _score("recall", targets, predictions, num_classes, mask, average)
+
+
+def f1_score(targets, predictions, *, num_classes: int, mask=None, average="macro"):
+    return _score("f1", targets, predictions, num_classes, mask, average)
+
+
+precision.__doc__ = ("""Frame-level precision of each sequence.
+""" + _AVERAGE_DOC + """
+    >>> precision([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3, average="none").tolist()
+    [1.0, 0.6666666865348877, nan]
+""")
+recall.__doc__ = ("""Frame-level recall of each sequence.
+""" + _AVERAGE_DOC + """
+    >>> float(recall([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3))
+    0.75
+""")
+f1_score.__doc__ = ("""Frame-level F1 score of each sequence.
+""" + _AVERAGE_DOC + """
+    >>> round(float(f1_score([0, 0, 1, 1], [0, 1, 1, 1], num_classes=2, average="weighted")), 4)
+    0.7333
+""")
+
+
+def class_accuracy(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:
+    """Per-class accuracy: the fraction of each class's frames predicted correctly.
+
+    This is per-class recall, ``cm[c, c] / sum_j cm[c, j]``. A class absent from both targets
+    and predictions is NaN; a class only predicted scores 0 (as in mmaction2's
+    ``mean_class_accuracy`` and the classic evaluator). The mean class accuracy is
+    ``recall(..., average="macro")``.
+
+    Args:
+      targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
+      predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
+      num_classes: static number of classes C.
+      mask: optional bool ``[..., T]``, True = valid frame.
+
+    Returns:
+      float32 ``[..., C]`` in [0, 1] or NaN.
+
+    >>> class_accuracy([0, 0, 1, 1], [0, 2, 1, 1], num_classes=4).tolist()
+    [0.5, 1.0, 0.0, nan]
+    """
+    return _score("recall", targets, predictions, num_classes, mask, "none")

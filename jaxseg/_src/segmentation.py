@@ -1,0 +1,295 @@
+"""Segmental metrics of action segmentation (MS-TCN semantics) and their per-video statistics."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxseg._src import checks
+from jaxseg._src.batching import lift
+from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
+from jaxseg._src.f1 import legacy_last_end, match_counts
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.segments import compact_batch, segments_of
+
+DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
+
+
+class SegmentationStatistics(NamedTuple):
+    """Additive per-sequence statistics from which every segmentation metric follows.
+
+    Attributes (int32):
+      frames: ``[...]`` valid frames.
+      correct: ``[...]`` correctly predicted valid frames.
+      edit_distance: ``[...]`` Levenshtein distance of the segment label sequences.
+      target_segments: ``[...]`` true number of target segments.
+      predicted_segments: ``[...]`` true number of predicted segments.
+      tp, fp, fn: ``[..., K]`` segmental matches per overlap threshold.
+      overflow: bool ``[...]``, a segment capacity was exceeded (edit and matches invalid).
+    """
+
+    frames: jax.Array
+    correct: jax.Array
+    edit_distance: jax.Array
+    target_segments: jax.Array
+    predicted_segments: jax.Array
+    tp: jax.Array
+    fp: jax.Array
+    fn: jax.Array
+    overflow: jax.Array
+
+
+def _sequence_statistics(targets, predictions, n, *, thresholds, background, target_capacity,
+                         prediction_capacity, legacy_asformer_end):
+    target = segments_of(targets, n, background=background, capacity=target_capacity)
+    prediction = segments_of(predictions, n, background=background,
+                             capacity=prediction_capacity)
+    overflow = (target.count > target_capacity) | (prediction.count > prediction_capacity)
+    distance = segment_edit_distance(target, prediction)
+    if legacy_asformer_end:
+        target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
+    tp, fp, fn = match_counts(target, prediction, thresholds)
+    frame = jnp.arange(targets.shape[-1])
+    correct = jnp.sum((targets == predictions) & (frame < n), dtype=jnp.int32)
+    return SegmentationStatistics(n, correct, distance, target.count, prediction.count,
+                                  tp, fp, fn, overflow)
+
+
+def segmentation_statistics(targets, predictions, *, mask=None, overlaps=DEFAULT_OVERLAPS,
+                            background=(), max_target_segments=None,
+                            max_predicted_segments=None,
+                            legacy_asformer_end=False) -> SegmentationStatistics:
+    """Per-sequence sufficient statistics of accuracy, edit score and segmental F1.
+
+    Dataset-level numbers as the MS-TCN evaluation script reports them follow by summing:
+    accuracy = sum(correct) / sum(frames), F1@tau from summed tp/fp/fn, and edit = mean of the
+    per-sequence edit scores (see :func:`edit_score`).
+
+    Args:
+      targets: integer ``[..., T]`` true labels.
+      predictions: integer ``[..., T]`` predicted labels.
+      mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first).
+      overlaps: static tuple of IoU thresholds in (0, 1], simple fractions such as 0.1.
+      background: static tuple of labels that form no segment.
+      max_target_segments: static capacity of the target segment table (``None``: T).
+      max_predicted_segments: static capacity of the predicted segment table (``None``: T).
+      legacy_asformer_end: static; if True the last segment ends one frame early when it
+        reaches the end of the sequence, as in the ASFormer, DiffAct and ASRF scripts.
+
+    Returns:
+      :class:`SegmentationStatistics` of int32 arrays ``[...]`` (``[..., K]`` for tp/fp/fn).
+
+    >>> s = segmentation_statistics([1, 1, 2, 2], [1, 1, 1, 2])
+    >>> int(s.correct), int(s.edit_distance), s.tp.tolist()
+    (3, 0, [2, 2, 1])
+    """
+    targets, predictions, lengths, static = _prepare(
+        targets, predictions, mask, overlaps, background, max_target_segments,
+        max_predicted_segments, legacy_asformer_end)
+
+    def one(t, p, n):
+        return _sequence_statistics(t, p, n, **static)
+
+    return lift(one, (targets, predictions, lengths), (1, 1, 0))
+
+
+def _prepare(targets, predictions, mask, overlaps, background, max_target_segments,
+             max_predicted_segments, legacy_asformer_end):
+    targets = checks.as_int_labels("targets", targets)
+    predictions = checks.as_int_labels("predictions", predictions)
+    checks.same_shape("targets", targets, "predictions", predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    T = max(targets.shape[-1], 1)
+    static = dict(
+        thresholds=checks.static_thresholds("overlaps", overlaps),
+        background=checks.static_labels("background", background),
+        target_capacity=checks.static_int("max_target_segments", max_target_segments,
+                                          minimum=1, allow_none=True) or T,
+        prediction_capacity=checks.static_int("max_predicted_segments",
+                                              max_predicted_segments, minimum=1,
+                                              allow_none=True) or T,
+        legacy_asformer_end=bool(legacy_asformer_end),
+    )
+    if mask is None:
+        lengths = jnp.full(targets.shape[:-1], targets.shape[-1], jnp.int32)
+    else:
+        (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+    return targets, predictions, lengths, static
+
+
+def _nan_if(overflow, value):
+    overflow = jnp.reshape(overflow, overflow.shape + (1,) * (value.ndim - overflow.ndim))
+    return jnp.where(overflow, jnp.nan, value)
+
+
+_SEGMENT_ARGS = """
+    Args:
+      targets: integer ``[..., T]`` true frame-wise labels.
+      predictions: integer ``[..., T]`` predicted frame-wise labels.
+      mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first,
+        so segments on both sides of a masked gap can merge).
+      background: static tuple of labels that form no segment (removed after run-length
+        encoding: two same-label segments split by background stay two).
+      max_target_segments: static capacity of the target segment table; ``None`` means T
+        (exact for any input). Choose it with :func:`jaxseg.segments.count_segments`.
+      max_predicted_segments: the same for the predictions."""
+
+_OVERLAP_ARGS = """
+      overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
+        (0.1, 0.25, 0.5, ...) so that ``IoU >= tau`` is decided exactly on integers.
+      legacy_asformer_end: static; reproduce ASFormer/DiffAct/ASRF, whose last segment (if
+        not background) ends one frame early. Changes F1 only, never edit or accuracy."""
+
+
+def edit_distance(targets, predictions, *, mask=None, background=(), max_target_segments=None,
+                  max_predicted_segments=None) -> jax.Array:
+    stats = segmentation_statistics(
+        targets, predictions, mask=mask, overlaps=(1.0,), background=background,
+        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments)
+    return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
+
+
+def edit_score(targets, predictions, *, mask=None, background=(), max_target_segments=None,
+               max_predicted_segments=None) -> jax.Array:
+    stats = segmentation_statistics(
+        targets, predictions, mask=mask, overlaps=(1.0,), background=background,
+        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments)
+    score = edit_score_from_distance(stats.edit_distance, stats.target_segments,
+                                     stats.predicted_segments)
+    return _nan_if(stats.overflow, score)
+
+
+edit_distance.__doc__ = """Levenshtein distance between the segment label sequences.
+
+    The frame-wise labels are turned into segments (:func:`jaxseg.segments.to_segments`) and
+    ``D = Levenshtein(P, Y)`` is computed on the label sequences P (predicted) and Y (target),
+    with unit costs for insertion, deletion and substitution; timing is ignored.
+""" + _SEGMENT_ARGS + """
+
+    Returns:
+      float32 ``[...]``, integer valued; NaN where a segment capacity overflowed.
+
+    >>> float(edit_distance([1, 1, 2, 2, 3], [1, 2, 2, 4, 3]))
+    1.0
+
+    References:
+      Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
+      ECCV 2016.
+"""
+
+edit_score.__doc__ = """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequence.
+
+    ``D`` is :func:`edit_distance`, ``|P|`` and ``|Y|`` the numbers of predicted and target
+    segments. The dataset-level edit score of MS-TCN is the mean of these values over videos.
+""" + _SEGMENT_ARGS + """
+
+    Returns:
+      float32 ``[...]`` in [0, 1]; 1.0 when neither sequence has a segment (MS-TCN's
+      ``eval.py`` returns NaN there and kage1020's evaluator 0.0); NaN where a segment
+      capacity overflowed.
+
+    >>> float(edit_score([1, 1, 2, 2, 3], [1, 2, 2, 4, 3]))
+    0.75
+
+    References:
+      Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
+      ECCV 2016; Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
+"""
+
+
+def segmental_counts(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
+                     background=(), max_target_segments=None, max_predicted_segments=None,
+                     legacy_asformer_end=False):
+    stats = segmentation_statistics(
+        targets, predictions, mask=mask, overlaps=overlaps, background=background,
+        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end)
+    return tuple(_nan_if(stats.overflow, x.astype(jnp.float32))
+                 for x in (stats.tp, stats.fp, stats.fn))
+
+
+segmental_counts.__doc__ = """Segmental true positives, false positives and false negatives.
+
+    MS-TCN matching: predicted segments are visited in temporal order; each is compared with
+    the same-label target segment of highest IoU (``IoU = intersection / span``, first index
+    on ties) and is a TP iff ``IoU >= tau`` and that target is still unused, otherwise an FP
+    (there is no fall-back to the second-best target). FN = targets never matched. A sequence
+    whose targets have no segment counts every prediction as FP (MS-TCN raises there).
+""" + _SEGMENT_ARGS + _OVERLAP_ARGS + """
+
+    Returns:
+      ``(tp, fp, fn)``, each float32 ``[..., K]``, integer valued; NaN where a segment
+      capacity overflowed.
+
+    >>> tp, fp, fn = segmental_counts([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,))
+    >>> tp.tolist(), fp.tolist(), fn.tolist()
+    ([2.0], [1.0], [0.0])
+
+    References:
+      Lea et al., Temporal convolutional networks for action segmentation and detection,
+      CVPR 2017; Abu Farha & Gall, MS-TCN, CVPR 2019 (``f_score`` in ``eval.py``).
+"""
+
+
+def _ratio(kind, targets, predictions, **kwargs):
+    tp, fp, fn = segmental_counts(targets, predictions, **kwargs)
+    if kind == "precision":
+        return safe_divide(tp, tp + fp, 0.0)
+    if kind == "recall":
+        return safe_divide(tp, tp + fn, 0.0)
+    return safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
+
+
+def segmental_precision(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
+                        background=(), max_target_segments=None, max_predicted_segments=None,
+                        legacy_asformer_end=False):
+    return _ratio("precision", targets, predictions, overlaps=overlaps, mask=mask,
+                  background=background, max_target_segments=max_target_segments,
+                  max_predicted_segments=max_predicted_segments,
+                  legacy_asformer_end=legacy_asformer_end)
+
+
+def segmental_recall(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
+                     background=(), max_target_segments=None, max_predicted_segments=None,
+                     legacy_asformer_end=False):
+    return _ratio("recall", targets, predictions, overlaps=overlaps, mask=mask,
+                  background=background, max_target_segments=max_target_segments,
+                  max_predicted_segments=max_predicted_segments,
+                  legacy_asformer_end=legacy_asformer_end)
+
+
+def segmental_f1(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None, background=(),
+                 max_target_segments=None, max_predicted_segments=None,
+                 legacy_asformer_end=False):
+    return _ratio("f1", targets, predictions, overlaps=overlaps, mask=mask,
+                  background=background, max_target_segments=max_target_segments,
+                  max_predicted_segments=max_predicted_segments,
+                  legacy_asformer_end=legacy_asformer_end)
+
+
+_RATIO_DOC = """Segmental {name}@tau of each sequence: ``{formula}``.
+
+    Counts come from :func:`segmental_counts` (MS-TCN matching). This is the per-sequence
+    value; the number MS-TCN reports sums TP/FP/FN over all videos first
+    (``jaxseg.streaming.segmentation``).
+""" + _SEGMENT_ARGS + _OVERLAP_ARGS + """
+
+    Returns:
+      float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0 (MS-TCN's
+      ``nan_to_num``); NaN where a segment capacity overflowed.
+
+    >>> segmental_{short}([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)).tolist()
+    [{example}]
+
+    References:
+      Lea et al., Temporal convolutional networks for action segmentation and detection,
+      CVPR 2017.
+"""
+segmental_precision.__doc__ = _RATIO_DOC.format(
+    name="precision", formula="tp / (tp + fp)", short="precision", example="0.6666666865348877")
+segmental_recall.__doc__ = _RATIO_DOC.format(
+    name="recall", formula="tp / (tp + fn)", short="recall", example="1.0")
+segmental_f1.__doc__ = _RATIO_DOC.format(
+    name="F1", formula="2 tp / (2 tp + fp + fn)", short="f1", example="0.800000011920929")

@@ -1,0 +1,249 @@
+"""Run-length segments of frame-wise labels, in fixed-capacity tables.
+
+The frame pass packs per-frame flags ("a kept segment starts here", "... ends here") into 32-bit
+words; the k-th segment is then found by a binary search over the words' running popcounts and
+a popcount search inside one word. Memory is O(T / 32 + S) per sequence and no frame-sized
+cumulative sum or scatter is needed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxseg._src import checks
+from jaxseg._src.batching import lift
+from jaxseg._src.numerics import popcount
+
+WORD_BITS = 32
+
+
+class Segments(NamedTuple):
+    """A fixed-capacity table of segments, one row per sequence.
+
+    Attributes:
+      labels: int32 ``[..., S]`` label of each segment (-1 where not valid).
+      starts: int32 ``[..., S]`` first frame of each segment (0 where not valid).
+      ends: int32 ``[..., S]`` one past the last frame (exclusive; 0 where not valid).
+      valid: bool ``[..., S]`` which rows hold a segment.
+      count: int32 ``[...]`` the true number of segments; ``count > S`` means the capacity
+        overflowed and the table holds only the first ``S``.
+    """
+
+    labels: jax.Array
+    starts: jax.Array
+    ends: jax.Array
+    valid: jax.Array
+    count: jax.Array
+
+
+def lengths_to_mask(lengths, T: int) -> jax.Array:
+    """A validity mask from sequence lengths: ``mask[..., t] = t < lengths[...]``.
+
+    Args:
+      lengths: integer ``[...]`` number of valid (leading) frames of each sequence.
+      T: static padded length.
+
+    Returns:
+      bool ``[..., T]``.
+
+    >>> lengths_to_mask([1, 3], 4).astype(int).tolist()
+    [[1, 0, 0, 0], [1, 1, 1, 0]]
+    """
+    T = checks.static_int("T", T)
+    lengths = jnp.asarray(lengths)
+    if not jnp.issubdtype(lengths.dtype, jnp.integer):
+        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}.")
+    return jnp.arange(T) < lengths[..., None]
+
+
+# ------------------------------------------------------------------------------------------
+# Masks: removing invalid frames.
+
+
+def compact(labels, mask):
+    """Moves the valid frames of one sequence to the front; returns ``(labels, n_valid)``."""
+    T = labels.shape[-1]
+    position = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    target = jnp.where(mask, position, T)
+    packed = jnp.zeros_like(labels).at[target].set(labels, mode="drop")
+    return packed, jnp.sum(mask, dtype=jnp.int32)
+
+
+def compact_batch(arrays, mask):
+    """Removes masked frames from each ``[..., T]`` array; returns ``(arrays, lengths)``.
+
+    When every row's mask is a prefix (padding at the end, the usual case) the arrays are
+    returned unchanged; otherwise the valid frames of each row are moved to its front.
+    """
+    lengths = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    if mask.shape[-1] == 0:
+        return tuple(arrays), lengths
+    is_prefix = jnp.all(mask == (jnp.arange(mask.shape[-1]) < lengths[..., None]))
+
+    def compacted(arrays):
+        def one(m, *xs):
+            return tuple(compact(x, m)[0] for x in xs)
+
+        return lift(one, (mask, *arrays), (1,) * (len(arrays) + 1))
+
+    return lax.cond(is_prefix, lambda a: tuple(a), compacted, tuple(arrays)), lengths
+
+
+# ------------------------------------------------------------------------------------------
+# Bit-packed frame pass.
+
+
+def _pad_to_words(x, fill):
+    T = x.shape[-1]
+    W = max(1, -(-T // WORD_BITS))
+    return jnp.pad(x, (0, W * WORD_BITS - T), constant_values=fill)
+
+
+def pack_bits(flags):
+    """Packs bool ``[32 * W]`` into uint32 ``[W]`` (frame ``32 w + b`` is bit ``b`` of word w)."""
+    words = flags.reshape(-1, WORD_BITS).astype(jnp.uint32)
+    return jnp.sum(words << jnp.arange(WORD_BITS, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+
+
+def is_background(labels, background: tuple[int, ...]):
+    """``labels`` in ``background`` (a static tuple), elementwise."""
+    out = jnp.zeros(labels.shape, jnp.bool_)
+    for b in background:
+        out = out | (labels == b)
+    return out
+
+
+def boundary_words(labels, n, background: tuple[int, ...]):
+    """Bit-packed starts and ends of the non-background runs of ``labels[:n]``.
+
+    Returns ``(start_words, end_words)``, uint32 ``[W]``: bit ``t`` of ``start_words`` is set
+    where a kept run starts at frame ``t``; of ``end_words`` where one ends at ``t`` (its last
+    frame).
+    """
+    padded = _pad_to_words(labels, 0)
+    frame = jnp.arange(padded.shape[-1])
+    valid = frame < n
+    previous = lax.pad(padded, padded[0], ((1, -1, 0),))
+    following = lax.pad(padded, padded[-1], ((-1, 1, 0),))
+    kept = valid & ~is_background(padded, background)
+    starts = kept & ((padded != previous) | (frame == 0))
+    ends = kept & ((padded != following) | (frame == n - 1))
+    return pack_bits(starts), pack_bits(ends)
+
+
+def _select_in_word(word, rank):
+    """Position of the ``rank``-th (0-based) set bit of each uint32 ``word``."""
+    position = jnp.zeros(rank.shape, jnp.int32)
+    for width in (16, 8, 4, 2, 1):
+        low = popcount(word & jnp.uint32((1 << width) - 1)).astype(jnp.int32)
+        upper = rank >= low
+        rank = jnp.where(upper, rank - low, rank)
+        word = jnp.where(upper, word >> width, word)
+        position = jnp.where(upper, position + width, position)
+    return position
+
+
+def select_bits(words, capacity: int):
+    """Frame indices of the first ``capacity`` set bits of ``words`` and the total count."""
+    counts = popcount(words).astype(jnp.int32)
+    running = jnp.cumsum(counts)
+    total = running[-1]
+    k = jnp.arange(capacity, dtype=jnp.int32)
+    word = jnp.minimum(jnp.searchsorted(running, k, side="right"), words.shape[-1] - 1)
+    rank = k - (running[word] - counts[word])
+    frame = word * WORD_BITS + _select_in_word(words[word], rank)
+    return frame, total
+
+
+def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
+    """Segments of ``labels[:n]`` for one (compacted) sequence."""
+    labels = _pad_to_words(labels, 0)
+    start_words, end_words = boundary_words(labels, n, background)
+    starts, count = select_bits(start_words, capacity)
+    last_frames, _ = select_bits(end_words, capacity)
+    valid = jnp.arange(capacity) < count
+    seg_labels = jnp.where(valid, labels[jnp.minimum(starts, labels.shape[-1] - 1)], -1)
+    starts = jnp.where(valid, starts, 0)
+    ends = jnp.where(valid, last_frames + 1, 0)
+    return Segments(seg_labels.astype(jnp.int32), starts, ends, valid, count)
+
+
+def count_of(labels, n, *, background: tuple[int, ...]):
+    """Number of non-background runs of ``labels[:n]``."""
+    start_words, _ = boundary_words(labels, n, background)
+    return jnp.sum(popcount(start_words).astype(jnp.int32))
+
+
+# ------------------------------------------------------------------------------------------
+# Public functions.
+
+
+def prepare_labels(labels, mask, name="labels"):
+    """Validates ``labels [..., T]`` and ``mask``; returns ``(labels, lengths)`` compacted."""
+    labels = checks.as_int_labels(name, labels)
+    mask = checks.as_mask(mask, labels.shape)
+    if mask is None:
+        return labels, jnp.full(labels.shape[:-1], labels.shape[-1], jnp.int32)
+    (labels,), lengths = compact_batch((labels,), mask)
+    return labels, lengths
+
+
+def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segments:
+    """Run-length segments of frame-wise labels, background removed after encoding.
+
+    Masked frames are removed first (so runs on both sides of an ignored gap merge); the
+    remaining frames are run-length encoded; runs whose label is in ``background`` are then
+    dropped, so ``[1, 1, 0, 1]`` with background ``(0,)`` gives two segments of label 1.
+    Starts and ends (exclusive) index the frames that remain after masking.
+
+    Args:
+      labels: integer ``[..., T]`` frame-wise labels.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      background: static tuple of labels that form no segment.
+      max_segments: static capacity S; ``None`` means ``T`` (exact for any input).
+
+    Returns:
+      :class:`Segments` with arrays ``[..., S]`` and ``count [...]``; ``count > S`` reports
+      an overflow (the table then holds the first ``S`` segments).
+
+    >>> s = to_segments([1, 1, 0, 1, 2, 2], background=(0,), max_segments=4)
+    >>> s.labels.tolist(), s.starts.tolist(), s.ends.tolist(), int(s.count)
+    ([1, 1, 2, -1], [0, 3, 4, 0], [2, 4, 6, 0], 3)
+
+    References:
+      Abu Farha & Gall, MS-TCN, CVPR 2019 (``get_labels_start_end_time`` in ``eval.py``).
+    """
+    labels, lengths = prepare_labels(labels, mask)
+    background = checks.static_labels("background", background)
+    capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
+    capacity = capacity or max(labels.shape[-1], 1)
+
+    def one(x, n):
+        return segments_of(x, n, background=background, capacity=capacity)
+
+    return lift(one, (labels, lengths), (1, 0))
+
+
+def count_segments(labels, *, mask=None, background=()) -> jax.Array:
+    """Number of non-background segments of each sequence (cheap: no segment table).
+
+    Use it on the host to choose the static capacities of the segmental metrics.
+
+    Args:
+      labels: integer ``[..., T]``.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      background: static tuple of labels that form no segment.
+
+    Returns:
+      int32 ``[...]``.
+
+    >>> count_segments([[0, 1, 1, 0, 2], [3, 3, 3, 3, 3]], background=(0,)).tolist()
+    [2, 1]
+    """
+    labels, lengths = prepare_labels(labels, mask)
+    background = checks.static_labels("background", background)
+    return lift(lambda x, n: count_of(x, n, background=background), (labels, lengths), (1, 0))
