@@ -1,5 +1,7 @@
 """Public namespace: every metric function (one value per sequence, truth first)."""
 
+from jaxseg._src.dense import dice, iou, pixel_accuracy
+from jaxseg._src.detection import box_iou, detection_average_precision, temporal_iou
 from jaxseg._src.frame import (
     accuracy,
     class_accuracy,
@@ -7,6 +9,20 @@ from jaxseg._src.frame import (
     f1_score,
     precision,
     recall,
+)
+from jaxseg._src.ranking import (
+    average_precision,
+    calibrated_average_precision,
+    mean_average_precision,
+    precision_recall_curve,
+    top_k_accuracy,
+)
+from jaxseg._src.retrieval import (
+    mean_rank,
+    mean_reciprocal_rank,
+    median_rank,
+    recall_at_k,
+    retrieval_ranks,
 )
 from jaxseg._src.segmentation import (
     edit_distance,
@@ -19,15 +35,31 @@ from jaxseg._src.segmentation import (
 
 __all__ = [
     "accuracy",
+    "average_precision",
+    "box_iou",
+    "calibrated_average_precision",
     "class_accuracy",
     "confusion_matrix",
+    "detection_average_precision",
+    "dice",
     "edit_distance",
     "edit_score",
     "f1_score",
+    "iou",
+    "mean_average_precision",
+    "mean_rank",
+    "mean_reciprocal_rank",
+    "median_rank",
+    "pixel_accuracy",
     "precision",
+    "precision_recall_curve",
     "recall",
+    "recall_at_k",
+    "retrieval_ranks",
     "segmental_counts",
     "segmental_f1",
     "segmental_precision",
     "segmental_recall",
+    "temporal_iou",
+    "top_k_accuracy",
 ]

@@ -65,3 +65,19 @@ def to_int(count: Count) -> np.ndarray:
     low = np.asarray(count.low, np.int64)
     value = high * (1 << LOW_BITS) + low
     return int(value) if value.ndim == 0 else value
+
+
+def add_sum(count: Count, values, axis=None) -> Count:
+    """Adds ``sum(values, axis)`` of non-negative int32 ``values`` to ``count``, exactly.
+
+    Each value is split into 10-bit limbs before summing, so no partial sum can overflow
+    for fewer than 2**20 summands.
+    """
+    values = jnp.asarray(values, jnp.int32)
+    total = lambda x: jnp.sum(x, axis=axis, dtype=jnp.int32)  # noqa: E731
+    low = total(values & 0x3FF)
+    mid = total((values >> 10) & 0x3FF)
+    high = total(values >> 20)
+    return normalize(
+        Count(count.high + high + (mid >> 10), count.low + low + ((mid & 0x3FF) << 10))
+    )

@@ -1,58 +1,92 @@
 """Levenshtein distance between segment label sequences, and the segmental edit score.
 
-With at most 32 target segments the distance is computed with Myers' bit-vector algorithm
-(Hyyrö's formulation for the global edit distance): the target's segment labels fit in one
-32-bit word, and each predicted segment costs a handful of word operations. Larger target
-capacities use the integer anti-diagonal DP of :mod:`jaxseg._src.edit_dp`.
+The distance is computed with Myers' bit-vector algorithm in Hyyrö's formulation for the
+global edit distance, extended to several 32-bit words: the shorter table's labels are the
+pattern (one bit per segment), and every segment of the other table is one step of a dozen
+word operations, with the carries of the addition propagated across words by a parallel
+prefix scan. There is no (segments x segments) matrix, and for the usual case of at most 32
+target segments a step is a handful of scalar operations.
+
+References:
+  Myers, A fast bit-vector algorithm for approximate string matching based on dynamic
+  programming, JACM 1999; Hyyrö, Explaining and extending the bit-parallel approximate string
+  matching algorithm of Myers, 2001.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
-from jaxseg._src import edit_dp
-from jaxseg._src.segments import WORD_BITS, Segments
+from jaxseg._src.segments import WORD_BITS, Segments, pack_bits
 
-_ALL_ONES = jnp.uint32(0xFFFFFFFF)
+_ALL_ONES = np.uint32(0xFFFFFFFF)
 
 
-def _bit_parallel_levenshtein(target, n_target, prediction, n_prediction):
-    """Levenshtein distance of ``target[:n_target]`` (<= 32 symbols) and ``prediction[:n]``."""
-    bits = jnp.uint32(1) << jnp.arange(target.shape[-1], dtype=jnp.uint32)
-    in_target = jnp.arange(target.shape[-1]) < n_target
-    top = jnp.where(n_target > 0, jnp.uint32(1) << (jnp.maximum(n_target, 1) - 1).astype(
-        jnp.uint32), jnp.uint32(0))
+def _carry_out(left, right):
+    """Combine of (generate, propagate) carry pairs, ``left`` the less significant words."""
+    generate_l, propagate_l = left
+    generate_r, propagate_r = right
+    return generate_r | (propagate_r & generate_l), propagate_l & propagate_r
+
+
+def _add(a, b):
+    """Multi-word sum ``a + b`` of little-endian uint32 words ``[W]`` (modulo 2^(32 W))."""
+    total = a + b
+    carry, _ = lax.associative_scan(_carry_out, (total < a, total == _ALL_ONES))
+    carry_in = jnp.concatenate([jnp.zeros((1,), jnp.uint32), carry[:-1].astype(jnp.uint32)])
+    return total + carry_in
+
+
+def _shift_up(x, low_bit):
+    """Multi-word ``(x << 1) | low_bit``."""
+    from_below = jnp.concatenate([jnp.full((1,), low_bit, jnp.uint32), x[:-1] >> 31])
+    return (x << 1) | from_below
+
+
+def _levenshtein_bits(pattern, n_pattern, text, n_text):
+    """Levenshtein distance of ``pattern[:n_pattern]`` and ``text[:n_text]`` (one pair)."""
+    words = -(-pattern.shape[-1] // WORD_BITS)
+    pattern = jnp.pad(pattern, (0, words * WORD_BITS - pattern.shape[-1]))
+    in_pattern = jnp.arange(words * WORD_BITS) < n_pattern
+    last = jnp.maximum(n_pattern, 1) - 1
+    top_word, top_bit = last // WORD_BITS, (last % WORD_BITS).astype(jnp.uint32)
 
     def step(j, carry):
         positive, negative, score = carry
-        match = jnp.sum(jnp.where((target == prediction[j]) & in_target, bits, 0),
-                        dtype=jnp.uint32)
+        match = pack_bits((pattern == text[j]) & in_pattern)
         x_vertical = match | negative
-        x_horizontal = (((match & positive) + positive) ^ positive) | match
+        x_horizontal = (_add(match & positive, positive) ^ positive) | match
         h_positive = negative | ~(x_horizontal | positive)
         h_negative = positive & x_horizontal
-        new_score = (score + ((h_positive & top) != 0).astype(jnp.int32)
-                     - ((h_negative & top) != 0).astype(jnp.int32))
-        h_positive = (h_positive << 1) | jnp.uint32(1)
-        h_negative = h_negative << 1
+        at_top = lambda x: ((x[top_word] >> top_bit) & 1).astype(jnp.int32)  # noqa: E731
+        new_score = score + at_top(h_positive) - at_top(h_negative)
+        h_positive = _shift_up(h_positive, 1)
+        h_negative = _shift_up(h_negative, 0)
         new = (h_negative | ~(x_vertical | h_positive), h_positive & x_vertical, new_score)
-        active = j < n_prediction
-        return tuple(jnp.where(active, a, b) for a, b in zip(new, carry))
+        return tuple(jnp.where(j < n_text, a, b) for a, b in zip(new, carry))
 
-    init = (_ALL_ONES, jnp.uint32(0), n_target.astype(jnp.int32))
-    _, _, score = lax.fori_loop(0, prediction.shape[-1], step, init)
-    return jnp.where(n_target == 0, n_prediction, score)
+    init = (
+        jnp.full((words,), _ALL_ONES, jnp.uint32),
+        jnp.zeros((words,), jnp.uint32),
+        n_pattern.astype(jnp.int32),
+    )
+    _, _, score = lax.fori_loop(0, text.shape[-1], step, init)
+    return jnp.where(n_pattern == 0, n_text, score)
 
 
 def levenshtein(target, n_target, prediction, n_prediction):
-    """Unit-cost Levenshtein distance between two padded label sequences (int32 scalar)."""
-    n_target = jnp.minimum(n_target, target.shape[-1])
-    n_prediction = jnp.minimum(n_prediction, prediction.shape[-1])
-    if target.shape[-1] <= WORD_BITS:
-        return _bit_parallel_levenshtein(target, n_target, prediction, n_prediction)
-    return edit_dp.hard_levenshtein(target, prediction, n_target, n_prediction)
+    """Unit-cost Levenshtein distance between two padded label sequences (int32 scalar).
+
+    The shorter (static) capacity is the bit pattern; the distance is symmetric.
+    """
+    n_target = jnp.minimum(n_target, target.shape[-1]).astype(jnp.int32)
+    n_prediction = jnp.minimum(n_prediction, prediction.shape[-1]).astype(jnp.int32)
+    if target.shape[-1] > prediction.shape[-1]:
+        return _levenshtein_bits(prediction, n_prediction, target, n_target)
+    return _levenshtein_bits(target, n_target, prediction, n_prediction)
 
 
 def segment_edit_distance(target: Segments, prediction: Segments) -> jax.Array:

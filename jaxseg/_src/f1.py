@@ -7,8 +7,8 @@ match of some prediction with IoU >= tau, which needs no sequential loop.
 
 Only overlapping (prediction, target) pairs can match. Both tables are sorted, disjoint
 intervals, so there are at most ``S_p + S_t`` such pairs: they are enumerated with two binary
-searches, and a segmented scan picks each prediction's best target comparing IoUs exactly as
-integer ratios.
+searches, and scatter reductions pick each prediction's best target, comparing IoUs exactly
+as integer ratios.
 """
 
 from __future__ import annotations
@@ -40,23 +40,44 @@ def _overlapping_pairs(target: Segments, prediction: Segments):
     pair_end = jnp.cumsum(n_pairs)
     pair_start = pair_end - n_pairs
     k = jnp.arange(capacity, dtype=jnp.int32)
-    owner = jnp.minimum(jnp.searchsorted(pair_end, k, side="right"),
-                        prediction.labels.shape[-1] - 1)
+    owner = jnp.minimum(
+        jnp.searchsorted(pair_end, k, side="right"), prediction.labels.shape[-1] - 1
+    )
     other = jnp.clip(first[owner] + k - pair_start[owner], 0, target.labels.shape[-1] - 1)
-    in_use = k < pair_end[-1]
-    opens_group = k == pair_start[owner]
-    return owner, other, in_use, opens_group, pair_end - 1, n_pairs > 0
+    return owner, other, k < pair_end[-1]
 
 
-def _best_of(left, right):
-    """Segmented 'best IoU, first on ties' combine for ``lax.associative_scan``."""
-    l_open, l_ok, l_inter, l_union, l_index = left
-    r_open, r_ok, r_inter, r_union, r_index = right
-    r_better = r_ok & (~l_ok | (compare_products(r_inter, l_union, l_inter, r_union) > 0))
-    take_right = r_open | r_better
-    pick = lambda a, b: jnp.where(take_right, b, a)  # noqa: E731
-    return (l_open | r_open, pick(l_ok, r_ok), pick(l_inter, r_inter),
-            pick(l_union, r_union), pick(l_index, r_index))
+def _best_pairs(owner, candidate, inter, union, groups: int):
+    """Per group (prediction): the first pair of highest ratio ``inter / union``, exactly.
+
+    Returns the pair index of each group, or the number of pairs for a group without one.
+
+    Ratios are first compared in float32 (rounding is monotone, so the exact maximum has the
+    largest float); the few pairs tied in float32 are then settled with exact integer
+    comparisons against the earliest of them until no pair beats it.
+    """
+    pairs = owner.shape[-1]
+    index = jnp.arange(pairs, dtype=jnp.int32)
+    ratio = jnp.where(candidate, inter.astype(jnp.float32) / union.astype(jnp.float32), -1.0)
+    top = jnp.full((groups,), -1.0, jnp.float32).at[owner].max(ratio)
+    contenders = candidate & (ratio == top[owner])
+
+    def earliest(contenders):
+        return jnp.full((groups,), pairs, jnp.int32).at[owner].min(
+            jnp.where(contenders, index, pairs)
+        )
+
+    def keep_better(state):
+        contenders, _ = state
+        ref = jnp.minimum(earliest(contenders), pairs - 1)[owner]
+        better = contenders & (compare_products(inter, union[ref], inter[ref], union) > 0)
+        any_better = jnp.zeros((groups,), jnp.bool_).at[owner].max(better)
+        return jnp.where(any_better[owner], better, contenders), jnp.any(any_better)
+
+    contenders, _ = lax.while_loop(
+        lambda state: state[1], keep_better, (contenders, jnp.array(True))
+    )
+    return earliest(contenders)
 
 
 def match_counts(target: Segments, prediction: Segments, thresholds) -> tuple[jax.Array, ...]:
@@ -64,8 +85,7 @@ def match_counts(target: Segments, prediction: Segments, thresholds) -> tuple[ja
 
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
-    owner, other, in_use, opens_group, last_pair, has_pairs = _overlapping_pairs(
-        target, prediction)
+    owner, other, in_use = _overlapping_pairs(target, prediction)
     p_start, p_end = prediction.starts[owner], prediction.ends[owner]
     t_start, t_end = target.starts[other], target.ends[other]
     inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
@@ -74,16 +94,20 @@ def match_counts(target: Segments, prediction: Segments, thresholds) -> tuple[ja
     inter = jnp.maximum(inter, 0)
     union = jnp.maximum(union, 1)
 
-    _, ok, best_inter, best_union, best = lax.associative_scan(
-        _best_of, (opens_group, candidate, inter, union, other))
-    ok, best_inter, best_union, best = (x[last_pair] for x in (ok, best_inter, best_union, best))
-    matched = has_pairs & ok
+    best_pair = _best_pairs(owner, candidate, inter, union, prediction.labels.shape[-1])
+    matched = best_pair < owner.shape[-1]
+    best_pair = jnp.minimum(best_pair, owner.shape[-1] - 1)
+    best_inter, best_union, best = inter[best_pair], union[best_pair], other[best_pair]
 
     numerators = jnp.array([num for num, _ in thresholds], jnp.int32)
     denominators = jnp.array([den for _, den in thresholds], jnp.int32)
     # IoU >= num / den  <=>  inter * den >= num * union (exact on integers).
-    meets = matched[:, None] & (compare_products(
-        best_inter[:, None], denominators, numerators, best_union[:, None]) >= 0)
+    meets = matched[:, None] & (
+        compare_products(
+            best_inter[:, None], denominators[None, :], numerators[None, :], best_union[:, None]
+        )
+        >= 0
+    )
     target_index = jnp.where(matched, best, target.labels.shape[-1])
     hit = jnp.zeros((target.labels.shape[-1], len(thresholds)), jnp.bool_)
     hit = hit.at[target_index].max(meets, mode="drop")

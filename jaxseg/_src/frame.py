@@ -158,21 +158,33 @@ def f1_score(targets, predictions, *, num_classes: int, mask=None, average="macr
     return _score("f1", targets, predictions, num_classes, mask, average)
 
 
-precision.__doc__ = ("""Frame-level precision of each sequence.
-""" + _AVERAGE_DOC + """
-    >>> precision([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3, average="none").tolist()
-    [1.0, 0.6666666865348877, nan]
-""")
-recall.__doc__ = ("""Frame-level recall of each sequence.
-""" + _AVERAGE_DOC + """
+precision.__doc__ = (
+    """Frame-level precision of each sequence.
+"""
+    + _AVERAGE_DOC
+    + """
+    >>> print(precision([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3, average="none"))
+    [1.        0.6666667       nan]
+"""
+)
+recall.__doc__ = (
+    """Frame-level recall of each sequence.
+"""
+    + _AVERAGE_DOC
+    + """
     >>> float(recall([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3))
     0.75
-""")
-f1_score.__doc__ = ("""Frame-level F1 score of each sequence.
-""" + _AVERAGE_DOC + """
+"""
+)
+f1_score.__doc__ = (
+    """Frame-level F1 score of each sequence.
+"""
+    + _AVERAGE_DOC
+    + """
     >>> round(float(f1_score([0, 0, 1, 1], [0, 1, 1, 1], num_classes=2, average="weighted")), 4)
     0.7333
-""")
+"""
+)
 
 
 def class_accuracy(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:

@@ -24,8 +24,8 @@ def safe_divide(numerator, denominator, fill=0.0):
 
 def _mul_wide(a, b):
     """Exact product of non-negative int32 values as ``(high, low)`` uint32 words."""
-    a = a.astype(jnp.uint32)
-    b = b.astype(jnp.uint32)
+    a = jnp.asarray(a).astype(jnp.uint32)
+    b = jnp.asarray(b).astype(jnp.uint32)
     a_hi, a_lo = a >> 16, a & 0xFFFF
     b_hi, b_lo = b >> 16, b & 0xFFFF
     low = a_lo * b_lo

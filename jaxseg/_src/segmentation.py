@@ -57,10 +57,17 @@ def _sequence_statistics(targets, predictions, n, *, thresholds, background, tar
                                   tp, fp, fn, overflow)
 
 
-def segmentation_statistics(targets, predictions, *, mask=None, overlaps=DEFAULT_OVERLAPS,
-                            background=(), max_target_segments=None,
-                            max_predicted_segments=None,
-                            legacy_asformer_end=False) -> SegmentationStatistics:
+def segmentation_statistics(
+    targets,
+    predictions,
+    *,
+    mask=None,
+    overlaps=DEFAULT_OVERLAPS,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+) -> SegmentationStatistics:
     """Per-sequence sufficient statistics of accuracy, edit score and segmental F1.
 
     Dataset-level numbers as the MS-TCN evaluation script reports them follow by summing:
@@ -81,13 +88,25 @@ def segmentation_statistics(targets, predictions, *, mask=None, overlaps=DEFAULT
     Returns:
       :class:`SegmentationStatistics` of int32 arrays ``[...]`` (``[..., K]`` for tp/fp/fn).
 
-    >>> s = segmentation_statistics([1, 1, 2, 2], [1, 1, 1, 2])
-    >>> int(s.correct), int(s.edit_distance), s.tp.tolist()
-    (3, 0, [2, 2, 1])
+    >>> s = segmentation_statistics([1, 1, 2, 2, 2], [1, 1, 1, 1, 2])
+    >>> int(s.correct), int(s.edit_distance), s.tp.tolist(), s.fn.tolist()
+    (3, 0, [2, 2, 1], [0, 0, 1])
     """
     targets, predictions, lengths, static = _prepare(
-        targets, predictions, mask, overlaps, background, max_target_segments,
-        max_predicted_segments, legacy_asformer_end)
+        targets,
+        predictions,
+        mask,
+        overlaps,
+        background,
+        max_target_segments,
+        max_predicted_segments,
+        legacy_asformer_end,
+    )
+    return statistics_of_prefixes(targets, predictions, lengths, **static)
+
+
+def statistics_of_prefixes(targets, predictions, lengths, **static) -> SegmentationStatistics:
+    """:func:`segmentation_statistics` of ``targets[..., :lengths]`` (validated static args)."""
 
     def one(t, p, n):
         return _sequence_statistics(t, p, n, **static)
@@ -95,22 +114,47 @@ def segmentation_statistics(targets, predictions, *, mask=None, overlaps=DEFAULT
     return lift(one, (targets, predictions, lengths), (1, 1, 0))
 
 
-def _prepare(targets, predictions, mask, overlaps, background, max_target_segments,
-             max_predicted_segments, legacy_asformer_end):
+def static_arguments(
+    T, overlaps, background, max_target_segments, max_predicted_segments, legacy_asformer_end
+) -> dict:
+    """Validated static arguments of :func:`statistics_of_prefixes` for padded length T."""
+    T = max(T, 1)
+    return dict(
+        thresholds=checks.static_thresholds("overlaps", overlaps),
+        background=checks.static_labels("background", background),
+        target_capacity=checks.static_int(
+            "max_target_segments", max_target_segments, minimum=1, allow_none=True
+        )
+        or T,
+        prediction_capacity=checks.static_int(
+            "max_predicted_segments", max_predicted_segments, minimum=1, allow_none=True
+        )
+        or T,
+        legacy_asformer_end=bool(legacy_asformer_end),
+    )
+
+
+def _prepare(
+    targets,
+    predictions,
+    mask,
+    overlaps,
+    background,
+    max_target_segments,
+    max_predicted_segments,
+    legacy_asformer_end,
+):
     targets = checks.as_int_labels("targets", targets)
     predictions = checks.as_int_labels("predictions", predictions)
     checks.same_shape("targets", targets, "predictions", predictions)
     mask = checks.as_mask(mask, targets.shape)
-    T = max(targets.shape[-1], 1)
-    static = dict(
-        thresholds=checks.static_thresholds("overlaps", overlaps),
-        background=checks.static_labels("background", background),
-        target_capacity=checks.static_int("max_target_segments", max_target_segments,
-                                          minimum=1, allow_none=True) or T,
-        prediction_capacity=checks.static_int("max_predicted_segments",
-                                              max_predicted_segments, minimum=1,
-                                              allow_none=True) or T,
-        legacy_asformer_end=bool(legacy_asformer_end),
+    static = static_arguments(
+        targets.shape[-1],
+        overlaps,
+        background,
+        max_target_segments,
+        max_predicted_segments,
+        legacy_asformer_end,
     )
     if mask is None:
         lengths = jnp.full(targets.shape[:-1], targets.shape[-1], jnp.int32)
@@ -161,12 +205,15 @@ def edit_score(targets, predictions, *, mask=None, background=(), max_target_seg
     return _nan_if(stats.overflow, score)
 
 
-edit_distance.__doc__ = """Levenshtein distance between the segment label sequences.
+edit_distance.__doc__ = (
+    """Levenshtein distance between the segment label sequences.
 
     The frame-wise labels are turned into segments (:func:`jaxseg.segments.to_segments`) and
     ``D = Levenshtein(P, Y)`` is computed on the label sequences P (predicted) and Y (target),
     with unit costs for insertion, deletion and substitution; timing is ignored.
-""" + _SEGMENT_ARGS + """
+"""
+    + _SEGMENT_ARGS
+    + """
 
     Returns:
       float32 ``[...]``, integer valued; NaN where a segment capacity overflowed.
@@ -178,12 +225,16 @@ edit_distance.__doc__ = """Levenshtein distance between the segment label sequen
       Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
       ECCV 2016.
 """
+)
 
-edit_score.__doc__ = """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequence.
+edit_score.__doc__ = (
+    """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequence.
 
     ``D`` is :func:`edit_distance`, ``|P|`` and ``|Y|`` the numbers of predicted and target
     segments. The dataset-level edit score of MS-TCN is the mean of these values over videos.
-""" + _SEGMENT_ARGS + """
+"""
+    + _SEGMENT_ARGS
+    + """
 
     Returns:
       float32 ``[...]`` in [0, 1]; 1.0 when neither sequence has a segment (MS-TCN's
@@ -197,6 +248,7 @@ edit_score.__doc__ = """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequ
       Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
       ECCV 2016; Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
 """
+)
 
 
 def segmental_counts(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
@@ -210,14 +262,18 @@ def segmental_counts(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=No
                  for x in (stats.tp, stats.fp, stats.fn))
 
 
-segmental_counts.__doc__ = """Segmental true positives, false positives and false negatives.
+segmental_counts.__doc__ = (
+    """Segmental true positives, false positives and false negatives.
 
     MS-TCN matching: predicted segments are visited in temporal order; each is compared with
     the same-label target segment of highest IoU (``IoU = intersection / span``, first index
     on ties) and is a TP iff ``IoU >= tau`` and that target is still unused, otherwise an FP
     (there is no fall-back to the second-best target). FN = targets never matched. A sequence
     whose targets have no segment counts every prediction as FP (MS-TCN raises there).
-""" + _SEGMENT_ARGS + _OVERLAP_ARGS + """
+"""
+    + _SEGMENT_ARGS
+    + _OVERLAP_ARGS
+    + """
 
     Returns:
       ``(tp, fp, fn)``, each float32 ``[..., K]``, integer valued; NaN where a segment
@@ -231,6 +287,7 @@ segmental_counts.__doc__ = """Segmental true positives, false positives and fals
       Lea et al., Temporal convolutional networks for action segmentation and detection,
       CVPR 2017; Abu Farha & Gall, MS-TCN, CVPR 2019 (``f_score`` in ``eval.py``).
 """
+)
 
 
 def _ratio(kind, targets, predictions, **kwargs):
@@ -269,27 +326,35 @@ def segmental_f1(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None, 
                   legacy_asformer_end=legacy_asformer_end)
 
 
-_RATIO_DOC = """Segmental {name}@tau of each sequence: ``{formula}``.
+_RATIO_DOC = (
+    """Segmental {name}@tau of each sequence: ``{formula}``.
 
     Counts come from :func:`segmental_counts` (MS-TCN matching). This is the per-sequence
     value; the number MS-TCN reports sums TP/FP/FN over all videos first
     (``jaxseg.streaming.segmentation``).
-""" + _SEGMENT_ARGS + _OVERLAP_ARGS + """
+"""
+    + _SEGMENT_ARGS
+    + _OVERLAP_ARGS
+    + """
 
     Returns:
       float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0 (MS-TCN's
       ``nan_to_num``); NaN where a segment capacity overflowed.
 
-    >>> segmental_{short}([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)).tolist()
+    >>> print(segmental_{short}([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
     [{example}]
 
     References:
       Lea et al., Temporal convolutional networks for action segmentation and detection,
       CVPR 2017.
 """
+)
 segmental_precision.__doc__ = _RATIO_DOC.format(
-    name="precision", formula="tp / (tp + fp)", short="precision", example="0.6666666865348877")
+    name="precision", formula="tp / (tp + fp)", short="precision", example="0.6666667"
+)
 segmental_recall.__doc__ = _RATIO_DOC.format(
-    name="recall", formula="tp / (tp + fn)", short="recall", example="1.0")
+    name="recall", formula="tp / (tp + fn)", short="recall", example="1."
+)
 segmental_f1.__doc__ = _RATIO_DOC.format(
-    name="F1", formula="2 tp / (2 tp + fp + fn)", short="f1", example="0.800000011920929")
+    name="F1", formula="2 tp / (2 tp + fp + fn)", short="f1", example="0.8"
+)

@@ -57,7 +57,7 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
     lengths = jnp.asarray(lengths)
     if not jnp.issubdtype(lengths.dtype, jnp.integer):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}.")
-    return jnp.arange(T) < lengths[..., None]
+    return jnp.arange(T).reshape((1,) * lengths.ndim + (T,)) < lengths[..., None]
 
 
 # ------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ def compact_batch(arrays, mask):
     lengths = jnp.sum(mask, axis=-1, dtype=jnp.int32)
     if mask.shape[-1] == 0:
         return tuple(arrays), lengths
-    is_prefix = jnp.all(mask == (jnp.arange(mask.shape[-1]) < lengths[..., None]))
+    is_prefix = jnp.all(mask == lengths_to_mask(lengths, mask.shape[-1]))
 
     def compacted(arrays):
         def one(m, *xs):
@@ -106,7 +106,8 @@ def _pad_to_words(x, fill):
 def pack_bits(flags):
     """Packs bool ``[32 * W]`` into uint32 ``[W]`` (frame ``32 w + b`` is bit ``b`` of word w)."""
     words = flags.reshape(-1, WORD_BITS).astype(jnp.uint32)
-    return jnp.sum(words << jnp.arange(WORD_BITS, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+    shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)[None, :]
+    return jnp.sum(words << shifts, axis=-1, dtype=jnp.uint32)
 
 
 def is_background(labels, background: tuple[int, ...]):

@@ -1,0 +1,150 @@
+"""Synthetic action-segmentation datasets and a per-video pure-Python baseline.
+
+The baseline follows the reference scripts' algorithms (per-video loops in Python: run-length
+segments, Levenshtein DP, MS-TCN F1 matching); it is written here, not copied.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import numpy as np
+
+
+def machine_summary() -> str:
+    import jax
+
+    try:
+        import jaxlib
+
+        jaxlib_version = jaxlib.__version__
+    except (ImportError, AttributeError):  # pragma: no cover
+        jaxlib_version = "?"
+    return (f"machine: {platform.machine()} {platform.processor() or ''}, "
+            f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, "
+            f"jax {jax.__version__}, jaxlib {jaxlib_version}, backend {jax.default_backend()}")
+
+
+def _segment_lengths(rng, total, count):
+    cuts = np.sort(rng.choice(np.arange(1, total), size=count - 1, replace=False))
+    return np.diff(np.concatenate([[0], cuts, [total]]))
+
+
+def _video(rng, length, num_classes, n_segments, n_spurious, max_spurious_length):
+    n_segments = min(n_segments, length)
+    labels = rng.integers(0, num_classes, size=n_segments)
+    segment = np.repeat(np.arange(n_segments), _segment_lengths(rng, length, n_segments))
+    target = labels[segment]
+    prediction = target.copy()
+    # Jittered boundaries: shift each boundary by up to 5% of the video.
+    boundaries = np.flatnonzero(np.diff(target)) + 1
+    for b in boundaries:
+        shift = int(rng.integers(-length // 40, length // 40 + 1))
+        lo, hi = sorted((b, int(np.clip(b + shift, 1, length - 1))))
+        prediction[lo:hi] = target[b - 1] if shift > 0 else target[b]
+    # Flipped labels on a few whole segments.
+    for b in rng.choice(n_segments, size=max(1, n_segments // 8), replace=False):
+        prediction[segment == b] = rng.integers(0, num_classes)
+    # Spurious short segments.
+    for _ in range(n_spurious):
+        start = int(rng.integers(0, length))
+        stop = min(length, start + int(rng.integers(1, max_spurious_length + 1)))
+        prediction[start:stop] = rng.integers(0, num_classes)
+    return target.astype(np.int32), prediction.astype(np.int32)
+
+
+def breakfast_like(seed=0, videos=1712):
+    """1712 videos of 300-6000 frames, 48 classes, 3-15 target segments, <= 30 spurious."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(videos):
+        length = int(rng.integers(300, 6001))
+        out.append(_video(rng, length, 48, int(rng.integers(3, 16)), int(rng.integers(0, 31)),
+                          max_spurious_length=15))
+    return [t for t, _ in out], [p for _, p in out]
+
+
+def over_segmented(seed=1, videos=256):
+    """256 videos of 2000-6000 frames with 200-600 spurious short segments each."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(videos):
+        length = int(rng.integers(2000, 6001))
+        out.append(_video(rng, length, 48, int(rng.integers(3, 16)),
+                          int(rng.integers(200, 601)), max_spurious_length=8))
+    return [t for t, _ in out], [p for _, p in out]
+
+
+def pad(videos, dtype=np.int32):
+    lengths = np.array([len(v) for v in videos], np.int32)
+    out = np.zeros((len(videos), int(lengths.max())), dtype)
+    for row, v in enumerate(videos):
+        out[row, :len(v)] = v
+    return out, lengths
+
+
+# ---------------------------------------------------------------------------------------
+# Pure-Python baseline: the reference scripts' per-video algorithms.
+
+
+def _runs(labels, background):
+    names, starts, ends = [], [], []
+    for i, label in enumerate(labels):
+        if i == 0 or label != labels[i - 1]:
+            if label not in background:
+                names.append(label)
+                starts.append(i)
+            if i > 0 and labels[i - 1] not in background:
+                ends.append(i)
+    if len(labels) and labels[-1] not in background:
+        ends.append(len(labels))
+    return names, starts, ends
+
+
+def _levenshtein(a, b):
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y))
+        previous = current
+    return previous[-1]
+
+
+def _matches(target, prediction, tau):
+    t_names, t_starts, t_ends = target
+    p_names, p_starts, p_ends = prediction
+    used = [False] * len(t_names)
+    tp = fp = 0
+    for label, s, e in zip(p_names, p_starts, p_ends):
+        best, best_iou = -1, -np.inf
+        for x, (tl, ts, te) in enumerate(zip(t_names, t_starts, t_ends)):
+            iou = (min(e, te) - max(s, ts)) / (max(e, te) - min(s, ts)) if tl == label else 0.0
+            if iou > best_iou:
+                best, best_iou = x, iou
+        if best >= 0 and best_iou >= tau and not used[best]:
+            used[best] = True
+            tp += 1
+        else:
+            fp += 1
+    return tp, fp, len(t_names) - tp
+
+
+def baseline(targets, predictions, background=(), overlaps=(0.1, 0.25, 0.5)):
+    """Dataset accuracy, edit and F1@tau with per-video Python loops (fractions)."""
+    correct = total = 0
+    edit = 0.0
+    counts = np.zeros((len(overlaps), 3))
+    for t, p in zip(targets, predictions):
+        t, p = t.tolist(), p.tolist()
+        correct += sum(a == b for a, b in zip(t, p))
+        total += len(t)
+        ts, ps = _runs(t, background), _runs(p, background)
+        longest = max(len(ts[0]), len(ps[0]))
+        edit += 1.0 - _levenshtein(ps[0], ts[0]) / longest if longest else 1.0
+        for k, tau in enumerate(overlaps):
+            counts[k] += _matches(ts, ps, tau)
+    tp, fp, fn = counts.T
+    f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
+    return correct / total, edit / len(targets), f1

@@ -1,0 +1,304 @@
+"""The classic host-side evaluator: ``Evaluator().add(gt, pred)`` ... ``.get()``."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxseg._src import checks
+from jaxseg._src.padding import PaddedBuffers, bucket, video_array
+from jaxseg._src.segmentation import (
+    DEFAULT_OVERLAPS,
+    SegmentationStatistics,
+    static_arguments,
+    statistics_of_prefixes,
+)
+from jaxseg._src.segments import count_of
+from jaxseg._src.streaming_segmentation import pooled_confusion
+
+_BIT_PARALLEL_CAPACITY = 32
+_INT32 = np.iinfo(np.int32)
+
+
+@functools.partial(jax.jit, static_argnames="background")
+def _survey(targets, predictions, lengths, *, background):
+    """Phase 1: segment counts and label range of every video (to choose capacities)."""
+    valid = jnp.arange(targets.shape[-1])[None, :] < lengths[:, None]
+    count = jax.vmap(lambda x, n: count_of(x, n, background=background))
+    big = jnp.iinfo(jnp.int32).max
+    both = jnp.stack([targets, predictions])
+    low = jnp.min(jnp.where(valid[None], both, big), axis=-1)
+    high = jnp.max(jnp.where(valid[None], both, -1), axis=-1)
+    return count(targets, lengths), count(predictions, lengths), low, high
+
+
+@functools.partial(jax.jit, static_argnames=("static", "num_classes"))
+def _measure(targets, predictions, lengths, *, static, num_classes):
+    """Phase 2: per-video statistics and the pooled confusion matrix."""
+    stats = statistics_of_prefixes(targets, predictions, lengths, **dict(static))
+    valid = jnp.arange(targets.shape[-1])[None, :] < lengths[:, None]
+    return stats, pooled_confusion(targets, predictions, valid, num_classes)
+
+
+def _is_one_video(values) -> bool:
+    if isinstance(values, np.ndarray) or hasattr(values, "__array__"):
+        return np.ndim(values) == 1
+    return not (isinstance(values, Sequence) and len(values) > 0 and np.ndim(values[0]) >= 1)
+
+
+class Evaluator:
+    """Dataset-level action-segmentation metrics, the way MS-TCN's ``eval.py`` reports them.
+
+    ``add`` takes one video (1-D labels), a list of videos, or a padded batch ``[B, T]`` with
+    ``mask`` or ``lengths``; ``get`` returns accuracy (pooled over frames), class accuracy,
+    edit (mean of per-video scores) and segmental precision/recall/F1@tau (from TP/FP/FN
+    summed over videos), as fractions in [0, 1]. Inputs are validated on the host, and segment
+    capacities are chosen from the data, so no video can overflow.
+
+    Args:
+      num_classes: number of classes C, or None to infer it as the largest label seen + 1.
+      background: labels that form no segment (edit and F1 only; accuracy counts all frames).
+      overlaps: IoU thresholds of the segmental scores.
+      legacy_asformer_end: reproduce ASFormer/DiffAct's last-segment end (F1 only).
+
+    >>> ev = Evaluator(background=(0,), overlaps=(0.5,))
+    >>> ev.add([1, 1, 0, 2, 2], [1, 1, 0, 0, 2])
+    >>> ev.add([3, 3, 3, 0, 0], [3, 0, 3, 0, 0])
+    >>> result = ev.get()
+    >>> round(result["accuracy"], 4), result["edit"], round(result["f1"][0.5], 4)
+    (0.8, 0.75, 0.5714)
+    """
+
+    def __init__(
+        self,
+        num_classes: int | None = None,
+        background=(),
+        overlaps=DEFAULT_OVERLAPS,
+        legacy_asformer_end: bool = False,
+    ):
+        self.num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
+        self.background = checks.static_labels("background", background)
+        checks.static_thresholds("overlaps", overlaps)
+        self.overlaps = tuple(float(t) for t in overlaps)
+        self.legacy_asformer_end = bool(legacy_asformer_end)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets every video added so far."""
+        self._names: list[str] = []
+        self._stats: list[SegmentationStatistics] = []
+        self._confusion = np.zeros((0, 0), np.int64)
+        self._buffers = PaddedBuffers()
+
+    # -- adding videos -------------------------------------------------------------------
+
+    def add(self, gt, pred, *, mask=None, lengths=None, name=None) -> None:
+        """Adds one video, a list of videos, or a padded batch.
+
+        Args:
+          gt: target labels: ``[T]`` (one video), a list of ``[T_i]`` arrays, or ``[B, T]``
+            padded (then give ``mask`` or ``lengths``; without them every frame is valid).
+          pred: predicted labels, same layout as ``gt``.
+          mask: bool ``[B, T]`` for a padded batch, True = valid frame.
+          lengths: int ``[B]`` for a padded batch: the valid frames are the first
+            ``lengths[b]``.
+          name: a name (or list of names) used in error messages and ``per_video``.
+
+        Raises:
+          ValueError: naming the video, for a length mismatch, an empty video, non-integer,
+            negative or out-of-range labels.
+        """
+        names, padded_t, padded_p, padded_lengths = self._batch(gt, pred, mask, lengths, name)
+        device = jax.device_put((padded_t, padded_p, padded_lengths))
+        n_target, n_prediction, low, high = jax.device_get(
+            _survey(*device, background=self.background)
+        )
+        size = len(names)
+        self._check_range(names, low[:, :size], high[:, :size])
+        num_classes = self._grow_confusion(int(high[:, :size].max()) + 1)
+        static = static_arguments(
+            padded_t.shape[-1],
+            self.overlaps,
+            self.background,
+            self._capacity(n_target, _BIT_PARALLEL_CAPACITY),
+            self._capacity(n_prediction, 1),
+            self.legacy_asformer_end,
+        )
+        stats, confusion = jax.device_get(
+            _measure(*device, static=tuple(static.items()), num_classes=bucket(num_classes))
+        )
+        self._stats.append(jax.tree_util.tree_map(lambda x: np.asarray(x[:size]), stats))
+        self._confusion += confusion[:num_classes, :num_classes]
+        self._names.extend(names)
+
+    def _batch(self, gt, pred, mask, lengths, name):
+        """Validates the input and pads it; returns names and padded (bucketed) arrays."""
+        start = len(self._names)
+        if _is_one_video(gt):
+            names = [name if isinstance(name, str) else f"video {start}"]
+            return (names, *self._fill_videos(names, [gt], [pred]))
+        count = len(gt)
+        if len(pred) != count:
+            raise ValueError(f"gt holds {count} videos but pred holds {len(pred)}.")
+        names = list(name) if name is not None else [f"video {start + i}" for i in range(count)]
+        if len(names) != count:
+            raise ValueError(f"name holds {len(names)} names for {count} videos.")
+        if mask is None and lengths is None:
+            return (names, *self._fill_videos(names, list(gt), list(pred)))
+        if mask is not None and lengths is not None:
+            raise ValueError("give mask or lengths, not both.")
+        gt, pred = np.asarray(gt), np.asarray(pred)
+        if gt.ndim != 2 or gt.shape != pred.shape:
+            raise ValueError(
+                f"a padded batch needs gt and pred of the same shape [B, T], got "
+                f"{gt.shape} and {pred.shape}."
+            )
+        if mask is not None:
+            mask = np.asarray(mask)
+            if mask.dtype != np.bool_ or mask.shape != gt.shape:
+                raise ValueError(
+                    f"mask must be bool of shape {gt.shape}, got {mask.dtype} {mask.shape}."
+                )
+            lengths = mask.sum(axis=1)
+            if not np.array_equal(mask, np.arange(gt.shape[1]) < lengths[:, None]):
+                return (
+                    names,
+                    *self._fill_videos(
+                        names, [g[m] for g, m in zip(gt, mask)], [p[m] for p, m in zip(pred, mask)]
+                    ),
+                )
+        lengths = np.asarray(lengths)
+        if (
+            lengths.shape != (count,)
+            or not np.issubdtype(lengths.dtype, np.integer)
+            or np.any(lengths > gt.shape[1])
+        ):
+            raise ValueError(
+                f"lengths must be {count} integers in [1, {gt.shape[1]}], got {lengths!r}."
+            )
+        empty = np.flatnonzero(lengths <= 0)
+        if empty.size:
+            raise ValueError(f"{names[empty[0]]}: the video is empty (0 frames).")
+        for what, values in (("targets", gt), ("predictions", pred)):
+            video_array(names[0], what, values[0, :1])  # dtype check
+            if values.dtype.itemsize > 4 and (
+                values.min() < _INT32.min or values.max() > _INT32.max
+            ):
+                raise ValueError(f"{what} hold labels outside the int32 range.")
+        return (names, *self._buffers.fill_padded(gt, pred, lengths))
+
+    def _fill_videos(self, names, gt, pred):
+        targets = [video_array(n, "targets", g) for n, g in zip(names, gt)]
+        predictions = [video_array(n, "predictions", p) for n, p in zip(names, pred)]
+        return self._buffers.fill_videos(names, targets, predictions)
+
+    def _check_range(self, names, low, high):
+        for side, what in enumerate(("targets", "predictions")):
+            bad = np.flatnonzero(low[side] < 0)
+            if bad.size:
+                raise ValueError(
+                    f"{names[bad[0]]}: {what} hold a negative label ({low[side][bad[0]]})."
+                )
+            if self.num_classes is not None:
+                bad = np.flatnonzero(high[side] >= self.num_classes)
+                if bad.size:
+                    raise ValueError(
+                        f"{names[bad[0]]}: {what} hold label {high[side][bad[0]]}, outside "
+                        f"[0, num_classes={self.num_classes})."
+                    )
+
+    def _grow_confusion(self, labels_seen: int) -> int:
+        size = max(self.num_classes or labels_seen, labels_seen, self._confusion.shape[0])
+        if size > self._confusion.shape[0]:
+            grown = np.zeros((size, size), np.int64)
+            old = self._confusion.shape[0]
+            grown[:old, :old] = self._confusion
+            self._confusion = grown
+        return size
+
+    @staticmethod
+    def _capacity(counts, minimum: int) -> int:
+        return bucket(int(np.max(counts)), minimum=minimum)
+
+    # -- results -------------------------------------------------------------------------
+
+    def statistics(self) -> SegmentationStatistics:
+        """Per-video sufficient statistics of every video added, stacked (numpy ``[N, ...]``)."""
+        if not self._stats:
+            raise ValueError("no video has been added yet.")
+        return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *self._stats)
+
+    def get(self) -> dict:
+        """Dataset-level metrics of all videos added so far (fractions in [0, 1]).
+
+        Returns:
+          dict with ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (dicts keyed by
+          overlap threshold), ``tp``/``fp``/``fn`` (dicts of ints), ``class_accuracy``
+          (numpy ``[C]``, NaN for a class absent from targets and predictions),
+          ``mean_class_accuracy``, ``videos`` and ``frames``.
+        """
+        s = self.statistics()
+        tp, fp, fn = (np.sum(x, axis=0, dtype=np.int64) for x in (s.tp, s.fp, s.fn))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            edit = _edit_scores(s)
+            confusion = self._confusion.astype(np.float64)
+            hits = np.diag(confusion)
+            support = confusion.sum(axis=1)
+            predicted = confusion.sum(axis=0)
+            class_accuracy = np.where(support > 0, hits / support, 0.0)
+            class_accuracy[(support == 0) & (predicted == 0)] = np.nan
+        per_tau = lambda values: dict(zip(self.overlaps, values))  # noqa: E731
+        return {
+            "accuracy": float(s.correct.sum(dtype=np.int64) / s.frames.sum(dtype=np.int64)),
+            "edit": float(np.mean(edit)),
+            "precision": per_tau(_safe_ratio(tp, tp + fp)),
+            "recall": per_tau(_safe_ratio(tp, tp + fn)),
+            "f1": per_tau(_safe_ratio(2 * tp, 2 * tp + fp + fn)),
+            "tp": per_tau(int(x) for x in tp),
+            "fp": per_tau(int(x) for x in fp),
+            "fn": per_tau(int(x) for x in fn),
+            "class_accuracy": class_accuracy,
+            "mean_class_accuracy": float(np.nanmean(class_accuracy))
+            if np.any(~np.isnan(class_accuracy))
+            else float("nan"),
+            "videos": len(self._names),
+            "frames": int(s.frames.sum(dtype=np.int64)),
+        }
+
+    def per_video(self) -> list[dict]:
+        """One dict of per-video values for every video added, in the order added."""
+        s = self.statistics()
+        edit = _edit_scores(s)
+        out = []
+        for i, name in enumerate(self._names):
+            tp, fp, fn = s.tp[i], s.fp[i], s.fn[i]
+            out.append(
+                {
+                    "name": name,
+                    "frames": int(s.frames[i]),
+                    "accuracy": float(s.correct[i] / s.frames[i]),
+                    "edit": float(edit[i]),
+                    "f1": dict(zip(self.overlaps, _safe_ratio(2 * tp, 2 * tp + fp + fn))),
+                    "tp": dict(zip(self.overlaps, map(int, tp))),
+                    "fp": dict(zip(self.overlaps, map(int, fp))),
+                    "fn": dict(zip(self.overlaps, map(int, fn))),
+                    "target_segments": int(s.target_segments[i]),
+                    "predicted_segments": int(s.predicted_segments[i]),
+                }
+            )
+        return out
+
+
+def _edit_scores(s: SegmentationStatistics) -> np.ndarray:
+    longest = np.maximum(s.target_segments, s.predicted_segments).astype(np.float64)
+    return np.where(longest > 0, 1.0 - s.edit_distance / np.maximum(longest, 1.0), 1.0)
+
+
+def _safe_ratio(numerator, denominator) -> list[float]:
+    numerator = np.asarray(numerator, np.float64)
+    denominator = np.asarray(denominator, np.float64)
+    return [float(n / d) if d > 0 else 0.0 for n, d in zip(numerator, denominator)]

@@ -1,0 +1,245 @@
+"""Streaming accumulators for frame-level and segmentation metrics.
+
+States hold exact counts (:mod:`jaxseg._src.counting`); the only non-integer statistic, the
+sum of per-video edit scores, is kept in fixed point with 2**-24 resolution per video, so it
+is additive too and the result does not depend on how the data was batched or sharded.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxseg._src import checks, counting
+from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.edit import edit_score_from_distance
+from jaxseg._src.frame import AVERAGES, scores_from_confusion
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.segmentation import DEFAULT_OVERLAPS, segmentation_statistics
+
+EDIT_SCALE = 1 << 24
+
+
+class FrameState(NamedTuple):
+    """Pooled confusion matrix ``[C, C]`` (rows = targets) as an exact count."""
+
+    confusion: counting.Count
+
+
+class SegmentationState(NamedTuple):
+    """Additive statistics of the segmentation metrics (all exact counts).
+
+    ``edit_sum`` is the sum of per-video edit scores times 2**24 (rounded per video);
+    ``frame`` is a :class:`FrameState` when the accumulator has ``num_classes``, else None.
+    """
+
+    videos: counting.Count
+    frames: counting.Count
+    correct: counting.Count
+    edit_sum: counting.Count
+    target_segments: counting.Count
+    predicted_segments: counting.Count
+    tp: counting.Count
+    fp: counting.Count
+    fn: counting.Count
+    overflow: counting.Count
+    frame: FrameState | None
+
+
+def merge_states(a, b):
+    """Adds two states of the same accumulator (leaf-wise exact count sums)."""
+    is_count = lambda x: isinstance(x, counting.Count)  # noqa: E731
+    return jax.tree_util.tree_map(
+        lambda x, y: counting.merge(x, y) if is_count(x) else x + y, a, b, is_leaf=is_count
+    )
+
+
+def pooled_confusion(targets, predictions, mask, num_classes: int):
+    """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch."""
+    cell = targets.astype(jnp.int32) * num_classes + predictions
+    if mask is not None:
+        cell = jnp.where(mask, cell, num_classes * num_classes)
+    counts = jnp.zeros(num_classes * num_classes, jnp.int32)
+    counts = counts.at[cell.reshape(-1)].add(1, mode="drop")
+    return counts.reshape(num_classes, num_classes)
+
+
+def frame_results(confusion) -> dict:
+    """Frame-level metrics from a float confusion matrix ``[C, C]``."""
+    results = {
+        "accuracy": scores_from_confusion(confusion, "recall", "micro"),
+        "class_accuracy": scores_from_confusion(confusion, "recall", "none"),
+        "mean_class_accuracy": scores_from_confusion(confusion, "recall", "macro"),
+    }
+    for score in ("precision", "recall", "f1"):
+        results[score] = {
+            average: scores_from_confusion(confusion, score, average) for average in AVERAGES
+        }
+    return results
+
+
+def frame_metrics(*, num_classes: int) -> Accumulator:
+    """Accumulator of the confusion-matrix metrics over a whole dataset.
+
+    ``compute`` returns ``accuracy`` (pooled over frames), ``class_accuracy [C]``,
+    ``mean_class_accuracy``, and ``precision``/``recall``/``f1`` as dicts over
+    ``"micro"|"macro"|"weighted"|"none"`` (see :func:`jaxseg.metrics.precision`), plus
+    ``confusion`` (float32 ``[C, C]``).
+
+    Args:
+      num_classes: static number of classes C; labels must lie in ``[0, C)``.
+
+    >>> acc = frame_metrics(num_classes=3)
+    >>> state = acc.update(acc.init(), [[0, 1, 1, 2]], [[0, 1, 2, 2]])
+    >>> float(acc.compute(state)["accuracy"])
+    0.75
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+
+    def init():
+        return FrameState(counting.zeros((num_classes, num_classes)))
+
+    def update(state, targets, predictions, *, mask=None):
+        targets = checks.as_int_labels("targets", targets)
+        predictions = checks.as_int_labels("predictions", predictions)
+        checks.same_shape("targets", targets, "predictions", predictions)
+        mask = checks.as_mask(mask, targets.shape)
+        confusion = pooled_confusion(targets, predictions, mask, num_classes)
+        return FrameState(counting.add_sum(state.confusion, confusion, axis=()))
+
+    def compute(state):
+        confusion = counting.to_float(state.confusion)
+        return {**frame_results(confusion), "confusion": confusion}
+
+    return Accumulator(init, update, merge_states, compute)
+
+
+def segmentation(
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    background=(),
+    num_classes=None,
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+) -> Accumulator:
+    """Accumulator of the MS-TCN dataset metrics: accuracy, edit and segmental P/R/F1@tau.
+
+    The dataset values are those of MS-TCN's ``eval.py``: accuracy pools frames over all
+    videos, edit is the mean of per-video edit scores (:func:`jaxseg.metrics.edit_score`),
+    and precision, recall and F1 come from TP/FP/FN summed over videos (0 when 0/0). Rows
+    whose mask is all False are padding and change nothing.
+
+    Args:
+      overlaps: static IoU thresholds (see :func:`jaxseg.metrics.segmental_counts`).
+      background: static tuple of labels that form no segment.
+      num_classes: optional static C; if given, ``compute`` also returns the frame-level
+        metrics of :func:`frame_metrics`: ``class_accuracy``, ``mean_class_accuracy``,
+        ``confusion`` and ``frame_precision``/``frame_recall``/``frame_f1`` (labels must then
+        lie in ``[0, C)``).
+      max_target_segments: static capacity of target segment tables (``None``: T).
+      max_predicted_segments: static capacity of predicted segment tables (``None``: T).
+      legacy_asformer_end: static; reproduce ASFormer's last-segment end (F1 only).
+
+    Returns:
+      An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
+      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``), ``videos``,
+      ``frames`` and ``overflow`` (videos whose segment tables overflowed; when it is not 0,
+      ``edit`` and the segmental scores are NaN). Scores are fractions in [0, 1]; with no
+      data they are NaN (accuracy, edit) or 0 (segmental scores).
+
+    >>> acc = segmentation(overlaps=(0.5,), background=(0,))
+    >>> state = acc.init()
+    >>> state = acc.update(state, [[1, 1, 0, 2, 2]], [[1, 1, 0, 0, 2]])
+    >>> state = acc.update(state, [[3, 3, 3, 0, 0]], [[3, 0, 3, 0, 0]])
+    >>> result = acc.compute(state)
+    >>> round(float(result["accuracy"]), 4), float(result["edit"]), result["f1"].tolist()
+    (0.8, 0.75, [0.5714285969734192])
+    """
+    thresholds = checks.static_thresholds("overlaps", overlaps)
+    background = checks.static_labels("background", background)
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
+    frames_acc = None if num_classes is None else frame_metrics(num_classes=num_classes)
+    K = len(thresholds)
+
+    def init():
+        zero = counting.zeros()
+        return SegmentationState(
+            zero,
+            zero,
+            zero,
+            zero,
+            zero,
+            zero,
+            counting.zeros((K,)),
+            counting.zeros((K,)),
+            counting.zeros((K,)),
+            zero,
+            None if frames_acc is None else frames_acc.init(),
+        )
+
+    def update(state, targets, predictions, *, mask=None):
+        stats = segmentation_statistics(
+            targets,
+            predictions,
+            mask=mask,
+            overlaps=overlaps,
+            background=background,
+            max_target_segments=max_target_segments,
+            max_predicted_segments=max_predicted_segments,
+            legacy_asformer_end=legacy_asformer_end,
+        )
+        present = stats.frames > 0
+        score = edit_score_from_distance(
+            stats.edit_distance, stats.target_segments, stats.predicted_segments
+        )
+        fixed = jnp.where(
+            present & ~stats.overflow, jnp.round(score * EDIT_SCALE).astype(jnp.int32), 0
+        )
+        batch_axes = tuple(range(stats.frames.ndim))
+        add = lambda count, values: counting.add_sum(count, values, axis=batch_axes)  # noqa: E731
+        frame = state.frame
+        if frames_acc is not None:
+            frame = frames_acc.update(frame, targets, predictions, mask=mask)
+        return SegmentationState(
+            add(state.videos, present),
+            add(state.frames, stats.frames),
+            add(state.correct, stats.correct),
+            add(state.edit_sum, fixed),
+            add(state.target_segments, stats.target_segments),
+            add(state.predicted_segments, stats.predicted_segments),
+            add(state.tp, stats.tp),
+            add(state.fp, stats.fp),
+            add(state.fn, stats.fn),
+            add(state.overflow, stats.overflow),
+            frame,
+        )
+
+    def compute(state):
+        as_float = counting.to_float
+        tp, fp, fn = as_float(state.tp), as_float(state.fp), as_float(state.fn)
+        overflowed = as_float(state.overflow) > 0
+        nan_if_overflow = lambda x: jnp.where(overflowed, jnp.nan, x)  # noqa: E731
+        results = {
+            "accuracy": counting.ratio(state.correct, state.frames),
+            "edit": nan_if_overflow(
+                safe_divide(as_float(state.edit_sum) / EDIT_SCALE, as_float(state.videos), jnp.nan)
+            ),
+            "precision": nan_if_overflow(safe_divide(tp, tp + fp, 0.0)),
+            "recall": nan_if_overflow(safe_divide(tp, tp + fn, 0.0)),
+            "f1": nan_if_overflow(safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)),
+            "videos": as_float(state.videos),
+            "frames": as_float(state.frames),
+            "overflow": as_float(state.overflow),
+        }
+        if frames_acc is not None:
+            frame = frames_acc.compute(state.frame)
+            for key in ("class_accuracy", "mean_class_accuracy", "confusion"):
+                results[key] = frame[key]
+            for key in ("precision", "recall", "f1"):
+                results[f"frame_{key}"] = frame[key]
+        return results
+
+    return Accumulator(init, update, merge_states, compute)

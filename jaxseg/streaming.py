@@ -1,0 +1,57 @@
+"""Public namespace: streaming accumulators (init / update / merge / compute).
+
+An accumulator is a named bundle of pure functions, like an optax transformation::
+
+    acc = jaxseg.streaming.segmentation(overlaps=(0.1, 0.25, 0.5), background=(0,))
+    state = acc.init()
+    state = acc.update(state, targets, predictions, mask=mask)   # inside jit, any sharding
+    state = acc.merge(state, jax.lax.psum(local_state, "data"))  # inside shard_map
+    results = acc.compute(state)
+
+States are NamedTuples of exact additive counts: results do not depend on batching or sharding.
+"""
+
+from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.counting import Count, to_int
+from jaxseg._src.ranking_streaming import (
+    DenseState,
+    DetectionBufferState,
+    DetectionHistogramState,
+    FrameBufferState,
+    FrameHistogramState,
+    RetrievalState,
+    TopKState,
+    dense,
+    detection,
+    frame_average_precision,
+    retrieval,
+    top_k,
+)
+from jaxseg._src.streaming_segmentation import (
+    FrameState,
+    SegmentationState,
+    frame_metrics,
+    segmentation,
+)
+
+__all__ = [
+    "Accumulator",
+    "Count",
+    "DenseState",
+    "DetectionBufferState",
+    "DetectionHistogramState",
+    "FrameBufferState",
+    "FrameHistogramState",
+    "FrameState",
+    "RetrievalState",
+    "SegmentationState",
+    "TopKState",
+    "dense",
+    "detection",
+    "frame_average_precision",
+    "frame_metrics",
+    "retrieval",
+    "segmentation",
+    "to_int",
+    "top_k",
+]
