@@ -21,9 +21,11 @@ def machine_summary() -> str:
         jaxlib_version = jaxlib.__version__
     except (ImportError, AttributeError):  # pragma: no cover
         jaxlib_version = "?"
-    return (f"machine: {platform.machine()} {platform.processor() or ''}, "
-            f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, "
-            f"jax {jax.__version__}, jaxlib {jaxlib_version}, backend {jax.default_backend()}")
+    return (
+        f"machine: {platform.machine()} {platform.processor() or ''}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, "
+        f"jax {jax.__version__}, jaxlib {jaxlib_version}, backend {jax.default_backend()}"
+    )
 
 
 def _segment_lengths(rng, total, count):
@@ -60,8 +62,16 @@ def breakfast_like(seed=0, videos=1712):
     out = []
     for _ in range(videos):
         length = int(rng.integers(300, 6001))
-        out.append(_video(rng, length, 48, int(rng.integers(3, 16)), int(rng.integers(0, 31)),
-                          max_spurious_length=15))
+        out.append(
+            _video(
+                rng,
+                length,
+                48,
+                int(rng.integers(3, 16)),
+                int(rng.integers(0, 31)),
+                max_spurious_length=15,
+            )
+        )
     return [t for t, _ in out], [p for _, p in out]
 
 
@@ -71,8 +81,16 @@ def over_segmented(seed=1, videos=256):
     out = []
     for _ in range(videos):
         length = int(rng.integers(2000, 6001))
-        out.append(_video(rng, length, 48, int(rng.integers(3, 16)),
-                          int(rng.integers(200, 601)), max_spurious_length=8))
+        out.append(
+            _video(
+                rng,
+                length,
+                48,
+                int(rng.integers(3, 16)),
+                int(rng.integers(200, 601)),
+                max_spurious_length=8,
+            )
+        )
     return [t for t, _ in out], [p for _, p in out]
 
 
@@ -80,7 +98,7 @@ def pad(videos, dtype=np.int32):
     lengths = np.array([len(v) for v in videos], np.int32)
     out = np.zeros((len(videos), int(lengths.max())), dtype)
     for row, v in enumerate(videos):
-        out[row, :len(v)] = v
+        out[row, : len(v)] = v
     return out, lengths
 
 

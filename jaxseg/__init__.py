@@ -1,6 +1,6 @@
 """jaxseg: action-segmentation and video-understanding metrics and losses in JAX."""
 
-from jaxseg import losses, metrics, segments, streaming
+from jaxseg import losses, metrics, segments, stats, streaming
 from jaxseg.evaluator import Evaluator
 
 __version__ = "0.1.0"
@@ -11,5 +11,6 @@ __all__ = [
     "losses",
     "metrics",
     "segments",
+    "stats",
     "streaming",
 ]

@@ -30,15 +30,18 @@ def lift(fn: Callable, args: Sequence, core_ndims: Sequence[int]):
         elif shape != batch_shape:
             raise ValueError(
                 f"leading (batch) dimensions must agree across arguments, got {batch_shape} "
-                f"and {shape}.")
+                f"and {shape}."
+            )
     batch_shape = batch_shape or ()
     if not batch_shape:
         return fn(*args)
     size = 1
     for d in batch_shape:
         size *= d
-    flat = [None if x is None else jnp.reshape(x, (size, *x.shape[x.ndim - k:]))
-            for x, k in zip(args, core_ndims)]
+    flat = [
+        None if x is None else jnp.reshape(x, (size, *x.shape[x.ndim - k :]))
+        for x, k in zip(args, core_ndims)
+    ]
     in_axes = [None if x is None else 0 for x in flat]
     out = jax.vmap(fn, in_axes=in_axes)(*flat)
     return jax.tree_util.tree_map(lambda y: jnp.reshape(y, (*batch_shape, *y.shape[1:])), out)

@@ -21,7 +21,8 @@ def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
         raise TypeError(f"{name} must hold integer labels, got dtype {value.dtype}.")
     if value.ndim < min_ndim:
         raise ValueError(
-                f"{name} must have at least {min_ndim} dimension(s) [..., T], got shape {value.shape}.")
+            f"{name} must have at least {min_ndim} dimension(s) [..., T], got shape {value.shape}."
+        )
     return value
 
 
@@ -32,15 +33,31 @@ def as_float(name: str, value, *, min_ndim: int = 0) -> jnp.ndarray:
         value = value.astype(jnp.float32)
     if value.ndim < min_ndim:
         raise ValueError(
-                f"{name} must have at least {min_ndim} dimension(s), got shape {value.shape}.")
+            f"{name} must have at least {min_ndim} dimension(s), got shape {value.shape}."
+        )
     return value
+
+
+def label_pair(targets, predictions):
+    """Validates two label arrays of one shape; returns them with one integer dtype.
+
+    Labels of different integer dtypes (say uint8 targets, int32 predictions) are both cast
+    to int32; labels must then lie in the int32 range.
+    """
+    targets = as_int_labels("targets", targets)
+    predictions = as_int_labels("predictions", predictions)
+    same_shape("targets", targets, "predictions", predictions)
+    if targets.dtype != predictions.dtype:
+        targets, predictions = targets.astype(jnp.int32), predictions.astype(jnp.int32)
+    return targets, predictions
 
 
 def same_shape(name_a: str, a, name_b: str, b) -> None:
     """Raises unless ``a`` and ``b`` have the same shape."""
     if a.shape != b.shape:
         raise ValueError(
-                f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}.")
+            f"{name_a} and {name_b} must have the same shape, got {a.shape} and {b.shape}."
+        )
 
 
 def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | None:
@@ -49,7 +66,9 @@ def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | N
         return None
     mask = jnp.asarray(mask)
     if mask.dtype != jnp.bool_:
-        raise TypeError(f"{name} must be a boolean array (True = valid frame), got dtype {mask.dtype}.")
+        raise TypeError(
+            f"{name} must be a boolean array (True = valid frame), got dtype {mask.dtype}."
+        )
     if mask.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {mask.shape}.")
     return mask
@@ -87,8 +106,9 @@ def static_choice(name: str, value, choices: Sequence[str]) -> str:
     return value
 
 
-def static_thresholds(name: str, values, *, max_denominator: int = 1 << 15
-                                            ) -> tuple[tuple[int, int], ...]:
+def static_thresholds(
+    name: str, values, *, max_denominator: int = 1 << 15
+) -> tuple[tuple[int, int], ...]:
     """Returns each threshold in (0, 1] as an exact fraction ``(numerator, denominator)``.
 
     A float such as ``0.1`` is taken to mean the simple fraction it was written as (1/10): the
@@ -99,7 +119,9 @@ def static_thresholds(name: str, values, *, max_denominator: int = 1 << 15
     if isinstance(values, (int, float, np.floating, np.integer)):
         values = (values,)
     if not isinstance(values, Sequence) or len(values) == 0:
-        raise ValueError(f"{name} must be a non-empty tuple of thresholds in (0, 1], got {values!r}.")
+        raise ValueError(
+            f"{name} must be a non-empty tuple of thresholds in (0, 1], got {values!r}."
+        )
     out = []
     for v in values:
         v = float(v)
@@ -108,7 +130,8 @@ def static_thresholds(name: str, values, *, max_denominator: int = 1 << 15
         frac = fractions.Fraction(v).limit_denominator(max_denominator)
         if float(frac) != v:
             raise ValueError(
-                    f"{name} must be simple fractions such as 0.1 or 0.25 (denominator <= "
-                    f"{max_denominator}); {v!r} is not.")
+                f"{name} must be simple fractions such as 0.1 or 0.25 (denominator <= "
+                f"{max_denominator}); {v!r} is not."
+            )
         out.append((frac.numerator, frac.denominator))
     return tuple(out)

@@ -38,8 +38,9 @@ def normalize(count: Count) -> Count:
 def add(count: Count, increment) -> Count:
     """Adds a non-negative int32 ``increment`` (< 2**31 - 2**20) to ``count`` exactly."""
     increment = jnp.asarray(increment, jnp.int32)
-    return normalize(Count(count.high + (increment >> LOW_BITS),
-                           count.low + (increment & _LOW_MASK)))
+    return normalize(
+        Count(count.high + (increment >> LOW_BITS), count.low + (increment & _LOW_MASK))
+    )
 
 
 def merge(a: Count, b: Count) -> Count:

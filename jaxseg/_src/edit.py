@@ -97,5 +97,6 @@ def segment_edit_distance(target: Segments, prediction: Segments) -> jax.Array:
 def edit_score_from_distance(distance, n_target, n_prediction):
     """``1 - distance / max(n_target, n_prediction)``, and 1 when both are 0."""
     longest = jnp.maximum(n_target, n_prediction).astype(jnp.float32)
-    return jnp.where(longest > 0, 1.0 - distance.astype(jnp.float32) / jnp.maximum(longest, 1.0),
-                     1.0)
+    return jnp.where(
+        longest > 0, 1.0 - distance.astype(jnp.float32) / jnp.maximum(longest, 1.0), 1.0
+    )

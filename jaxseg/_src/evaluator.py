@@ -10,15 +10,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks
+from jaxseg._src.f1 import overlapping_pairs
+from jaxseg._src.numerics import popcount
 from jaxseg._src.padding import PaddedBuffers, bucket, video_array
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
     static_arguments,
-    statistics_of_prefixes,
+    statistics_from_segments,
 )
-from jaxseg._src.segments import count_of
-from jaxseg._src.streaming_segmentation import pooled_confusion
+from jaxseg._src.segments import frame_words, runs_from_words, segments_from_words
+from jaxseg._src.stats_segmentation import segmentation_intervals
 
 _BIT_PARALLEL_CAPACITY = 32
 _INT32 = np.iinfo(np.int32)
@@ -26,22 +28,68 @@ _INT32 = np.iinfo(np.int32)
 
 @functools.partial(jax.jit, static_argnames="background")
 def _survey(targets, predictions, lengths, *, background):
-    """Phase 1: segment counts and label range of every video (to choose capacities)."""
-    valid = jnp.arange(targets.shape[-1])[None, :] < lengths[:, None]
-    count = jax.vmap(lambda x, n: count_of(x, n, background=background))
+    """Phase 1: boundary words (kept on the device) and, for the host, the numbers of segments
+    and of runs of every video (to choose static capacities)."""
+    words = jax.vmap(frame_words, in_axes=(0, 0, None))
+    words_t, words_p = words(targets, lengths, background), words(predictions, lengths, background)
+    total = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
+    sizes = jnp.stack(
+        [total(words_t.starts), total(words_p.starts), total(words_t.runs), total(words_p.runs)]
+    )
+    return (words_t, words_p), sizes
+
+
+def _video_measure(t, p, n, words_t, words_p, *, static, run_capacities):
+    """Phase 2 for one video: statistics, and confusion-matrix entries from pairs of runs."""
+    target = segments_from_words(t, words_t, capacity=static["target_capacity"])
+    prediction = segments_from_words(p, words_p, capacity=static["prediction_capacity"])
+    runs_t = runs_from_words(t, n, words_t, capacity=run_capacities[0])
+    runs_p = runs_from_words(p, n, words_p, capacity=run_capacities[1])
+    owner, other, in_use = overlapping_pairs(runs_t, runs_p)
+    overlap = jnp.where(
+        in_use,
+        jnp.minimum(runs_t.ends[other], runs_p.ends[owner])
+        - jnp.maximum(runs_t.starts[other], runs_p.starts[owner]),
+        0,
+    )
+    pair_t, pair_p = runs_t.labels[other], runs_p.labels[owner]
+    correct = jnp.sum(jnp.where(pair_t == pair_p, overlap, 0))
+    stats = statistics_from_segments(
+        target,
+        prediction,
+        n,
+        correct,
+        thresholds=static["thresholds"],
+        legacy_asformer_end=static["legacy_asformer_end"],
+    )
+    # Every frame's label is the label of some run: the label range costs no frame pass.
     big = jnp.iinfo(jnp.int32).max
-    both = jnp.stack([targets, predictions])
-    low = jnp.min(jnp.where(valid[None], both, big), axis=-1)
-    high = jnp.max(jnp.where(valid[None], both, -1), axis=-1)
-    return count(targets, lengths), count(predictions, lengths), low, high
+    label_range = jnp.stack(
+        [
+            jnp.min(jnp.where(runs_t.valid, runs_t.labels, big)),
+            jnp.min(jnp.where(runs_p.valid, runs_p.labels, big)),
+            jnp.max(jnp.where(runs_t.valid, runs_t.labels, -1)),
+            jnp.max(jnp.where(runs_p.valid, runs_p.labels, -1)),
+        ]
+    )
+    return stats, label_range, (pair_t, pair_p, overlap)
 
 
-@functools.partial(jax.jit, static_argnames=("static", "num_classes"))
-def _measure(targets, predictions, lengths, *, static, num_classes):
-    """Phase 2: per-video statistics and the pooled confusion matrix."""
-    stats = statistics_of_prefixes(targets, predictions, lengths, **dict(static))
-    valid = jnp.arange(targets.shape[-1])[None, :] < lengths[:, None]
-    return stats, pooled_confusion(targets, predictions, valid, num_classes)
+@functools.partial(jax.jit, static_argnames=("static", "run_capacities", "num_classes"))
+def _measure(targets, predictions, lengths, words, *, static, run_capacities, num_classes):
+    """Phase 2: per-video statistics and the pooled confusion matrix (from runs, not frames)."""
+    one = functools.partial(_video_measure, static=dict(static), run_capacities=run_capacities)
+    stats, label_range, (pair_t, pair_p, overlap) = jax.vmap(one)(
+        targets, predictions, lengths, *words
+    )
+    in_range = (pair_t >= 0) & (pair_t < num_classes) & (pair_p >= 0) & (pair_p < num_classes)
+    cell = jnp.where(in_range, pair_t * num_classes + pair_p, num_classes * num_classes)
+    confusion = (
+        jnp.zeros(num_classes * num_classes, jnp.int32)
+        .at[cell.reshape(-1)]
+        .add(overlap.reshape(-1), mode="drop")
+    )
+    return stats, label_range, confusion.reshape(num_classes, num_classes)
 
 
 def _is_one_video(values) -> bool:
@@ -85,6 +133,7 @@ class Evaluator:
         checks.static_thresholds("overlaps", overlaps)
         self.overlaps = tuple(float(t) for t in overlaps)
         self.legacy_asformer_end = bool(legacy_asformer_end)
+        self._buffers = PaddedBuffers()
         self.reset()
 
     def reset(self) -> None:
@@ -92,7 +141,6 @@ class Evaluator:
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
         self._confusion = np.zeros((0, 0), np.int64)
-        self._buffers = PaddedBuffers()
 
     # -- adding videos -------------------------------------------------------------------
 
@@ -114,12 +162,9 @@ class Evaluator:
         """
         names, padded_t, padded_p, padded_lengths = self._batch(gt, pred, mask, lengths, name)
         device = jax.device_put((padded_t, padded_p, padded_lengths))
-        n_target, n_prediction, low, high = jax.device_get(
-            _survey(*device, background=self.background)
-        )
+        words, sizes = _survey(*device, background=self.background)
         size = len(names)
-        self._check_range(names, low[:, :size], high[:, :size])
-        num_classes = self._grow_confusion(int(high[:, :size].max()) + 1)
+        n_target, n_prediction, runs_t, runs_p = jax.device_get(sizes)[:, :size]
         static = static_arguments(
             padded_t.shape[-1],
             self.overlaps,
@@ -128,11 +173,24 @@ class Evaluator:
             self._capacity(n_prediction, 1),
             self.legacy_asformer_end,
         )
-        stats, confusion = jax.device_get(
-            _measure(*device, static=tuple(static.items()), num_classes=bucket(num_classes))
+        measure = functools.partial(
+            _measure,
+            *device,
+            words,
+            static=tuple(static.items()),
+            run_capacities=(self._capacity(runs_t, 1), self._capacity(runs_p, 1)),
         )
+        num_classes = bucket(max(self.num_classes or 1, self._confusion.shape[0]))
+        stats, label_range, confusion = jax.device_get(measure(num_classes=num_classes))
+        label_range = label_range[:size].T
+        self._check_range(names, label_range[:2], label_range[2:])
+        seen = int(label_range[2:].max()) + 1
+        if seen > num_classes:  # labels beyond the confusion matrix compiled for: once more
+            num_classes = bucket(seen)
+            confusion = jax.device_get(measure(num_classes=num_classes))[2]
+        shared = min(self._grow_confusion(seen), num_classes)
         self._stats.append(jax.tree_util.tree_map(lambda x: np.asarray(x[:size]), stats))
-        self._confusion += confusion[:num_classes, :num_classes]
+        self._confusion[:shared, :shared] += confusion[:shared, :shared]
         self._names.extend(names)
 
     def _batch(self, gt, pred, mask, lengths, name):
@@ -232,14 +290,24 @@ class Evaluator:
             raise ValueError("no video has been added yet.")
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *self._stats)
 
-    def get(self) -> dict:
+    def get(
+        self, confidence: float | None = None, *, num_samples: int = 10_000, seed: int = 0
+    ) -> dict:
         """Dataset-level metrics of all videos added so far (fractions in [0, 1]).
+
+        Args:
+          confidence: if given (e.g. 0.95), also bootstrap confidence intervals over videos
+            (:func:`jaxseg.stats.segmentation_intervals`), under ``"intervals"``.
+          num_samples: bootstrap replicates (with ``confidence``).
+          seed: seed of the bootstrap (with ``confidence``): same seed, same intervals.
 
         Returns:
           dict with ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (dicts keyed by
           overlap threshold), ``tp``/``fp``/``fn`` (dicts of ints), ``class_accuracy``
           (numpy ``[C]``, NaN for a class absent from targets and predictions),
-          ``mean_class_accuracy``, ``videos`` and ``frames``.
+          ``mean_class_accuracy``, ``videos``, ``frames``, and with ``confidence`` the
+          ``intervals`` dict of ``(lower, upper)`` pairs of accuracy, edit and the segmental
+          scores.
         """
         s = self.statistics()
         tp, fp, fn = (np.sum(x, axis=0, dtype=np.int64) for x in (s.tp, s.fp, s.fn))
@@ -252,7 +320,7 @@ class Evaluator:
             class_accuracy = np.where(support > 0, hits / support, 0.0)
             class_accuracy[(support == 0) & (predicted == 0)] = np.nan
         per_tau = lambda values: dict(zip(self.overlaps, values))  # noqa: E731
-        return {
+        results = {
             "accuracy": float(s.correct.sum(dtype=np.int64) / s.frames.sum(dtype=np.int64)),
             "edit": float(np.mean(edit)),
             "precision": per_tau(_safe_ratio(tp, tp + fp)),
@@ -268,6 +336,11 @@ class Evaluator:
             "videos": len(self._names),
             "frames": int(s.frames.sum(dtype=np.int64)),
         }
+        if confidence is not None:
+            results["intervals"] = segmentation_intervals(
+                s, overlaps=self.overlaps, confidence=confidence, num_samples=num_samples, seed=seed
+            )
+        return results
 
     def per_video(self) -> list[dict]:
         """One dict of per-video values for every video added, in the order added."""

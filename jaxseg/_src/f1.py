@@ -29,7 +29,7 @@ def legacy_last_end(segments: Segments, n) -> Segments:
     return segments._replace(ends=ends)
 
 
-def _overlapping_pairs(target: Segments, prediction: Segments):
+def overlapping_pairs(target: Segments, prediction: Segments):
     """(prediction, target) index pairs with overlapping spans, grouped by prediction."""
     capacity = target.labels.shape[-1] + prediction.labels.shape[-1]
     target_starts = jnp.where(target.valid, target.starts, _FAR)
@@ -41,7 +41,8 @@ def _overlapping_pairs(target: Segments, prediction: Segments):
     pair_start = pair_end - n_pairs
     k = jnp.arange(capacity, dtype=jnp.int32)
     owner = jnp.minimum(
-        jnp.searchsorted(pair_end, k, side="right"), prediction.labels.shape[-1] - 1
+        jnp.searchsorted(pair_end, k, side="right"),
+        prediction.labels.shape[-1] - 1,
     )
     other = jnp.clip(first[owner] + k - pair_start[owner], 0, target.labels.shape[-1] - 1)
     return owner, other, k < pair_end[-1]
@@ -63,8 +64,8 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
     contenders = candidate & (ratio == top[owner])
 
     def earliest(contenders):
-        return jnp.full((groups,), pairs, jnp.int32).at[owner].min(
-            jnp.where(contenders, index, pairs)
+        return (
+            jnp.full((groups,), pairs, jnp.int32).at[owner].min(jnp.where(contenders, index, pairs))
         )
 
     def keep_better(state):
@@ -85,7 +86,7 @@ def match_counts(target: Segments, prediction: Segments, thresholds) -> tuple[ja
 
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
-    owner, other, in_use = _overlapping_pairs(target, prediction)
+    owner, other, in_use = overlapping_pairs(target, prediction)
     p_start, p_end = prediction.starts[owner], prediction.ends[owner]
     t_start, t_end = target.starts[other], target.ends[other]
     inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)

@@ -13,9 +13,7 @@ AVERAGES = ("micro", "macro", "weighted", "none")
 
 
 def _frame_inputs(targets, predictions, mask):
-    targets = checks.as_int_labels("targets", targets)
-    predictions = checks.as_int_labels("predictions", predictions)
-    checks.same_shape("targets", targets, "predictions", predictions)
+    targets, predictions = checks.label_pair(targets, predictions)
     mask = checks.as_mask(mask, targets.shape)
     if mask is None:
         mask = jnp.ones(targets.shape, jnp.bool_)
@@ -25,7 +23,7 @@ def _frame_inputs(targets, predictions, mask):
 def accuracy(targets, predictions, *, mask=None) -> jax.Array:
     """Frame accuracy (mean over frames, "MoF") of each sequence.
 
-    .. math:: \\mathrm{acc} = \\frac{\\#\\{t \\text{ valid}: \\hat y_t = y_t\\}}{\\#\\{t \\text{ valid}\\}}
+    ``accuracy = #{valid t : predictions[t] == targets[t]} / #{valid t}``
 
     Args:
       targets: integer ``[..., T]`` true labels.
@@ -70,7 +68,9 @@ def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> ja
     targets, predictions, mask = _frame_inputs(targets, predictions, mask)
 
     def one(t, p, m):
-        cell = jnp.where(m, t.astype(jnp.int32) * num_classes + p, num_classes * num_classes)
+        cell = jnp.where(
+            m, t.astype(jnp.int32) * num_classes + p.astype(jnp.int32), num_classes * num_classes
+        )
         counts = jnp.zeros(num_classes * num_classes, jnp.int32).at[cell].add(1, mode="drop")
         return counts.reshape(num_classes, num_classes)
 

@@ -6,8 +6,6 @@ and shapes are rounded up to a few sizes so that compiled programs are reused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 _ALIGNMENT = 64
@@ -27,6 +25,17 @@ def bucket(n: int, minimum: int = 1) -> int:
     """Rounds ``n`` up to a power of two (at least ``minimum``), the sizes we compile for."""
     n = max(int(n), minimum, 1)
     return 1 << (n - 1).bit_length()
+
+
+def round_up(n: int, multiple: int = 1) -> int:
+    """Rounds ``n`` up to a multiple of ``multiple`` with at most 8 sizes per octave.
+
+    Padded shapes are rounded this way: few distinct shapes (few compilations) and at most
+    12.5% of padding.
+    """
+    n = max(int(n), 1)
+    step = max(multiple, 1 << max(0, n.bit_length() - 4))
+    return -(-n // step) * step
 
 
 def video_array(name: str, what: str, values) -> np.ndarray:
@@ -62,7 +71,7 @@ class PaddedBuffers:
         self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def _get(self, batch: int, frames: int):
-        key = (bucket(batch), bucket(frames, minimum=32))
+        key = (round_up(batch), round_up(frames, multiple=32))
         if key not in self._cache:
             self._cache = {key: (aligned_zeros(key, np.int32), aligned_zeros(key, np.int32))}
         return self._cache[key]

@@ -12,7 +12,7 @@ from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
 from jaxseg._src.f1 import legacy_last_end, match_counts
 from jaxseg._src.numerics import safe_divide
-from jaxseg._src.segments import compact_batch, segments_of
+from jaxseg._src.segments import Segments, compact_batch, segments_of
 
 DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
 
@@ -41,20 +41,45 @@ class SegmentationStatistics(NamedTuple):
     overflow: jax.Array
 
 
-def _sequence_statistics(targets, predictions, n, *, thresholds, background, target_capacity,
-                         prediction_capacity, legacy_asformer_end):
-    target = segments_of(targets, n, background=background, capacity=target_capacity)
-    prediction = segments_of(predictions, n, background=background,
-                             capacity=prediction_capacity)
-    overflow = (target.count > target_capacity) | (prediction.count > prediction_capacity)
+def statistics_from_segments(
+    target: Segments, prediction: Segments, n, correct, *, thresholds, legacy_asformer_end
+) -> SegmentationStatistics:
+    """Statistics of one sequence from its two segment tables and its correct-frame count."""
+    overflow = (target.count > target.labels.shape[-1]) | (
+        prediction.count > prediction.labels.shape[-1]
+    )
     distance = segment_edit_distance(target, prediction)
     if legacy_asformer_end:
         target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
     tp, fp, fn = match_counts(target, prediction, thresholds)
+    return SegmentationStatistics(
+        n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
+    )
+
+
+def _sequence_statistics(
+    targets,
+    predictions,
+    n,
+    *,
+    thresholds,
+    background,
+    target_capacity,
+    prediction_capacity,
+    legacy_asformer_end,
+):
+    target = segments_of(targets, n, background=background, capacity=target_capacity)
+    prediction = segments_of(predictions, n, background=background, capacity=prediction_capacity)
     frame = jnp.arange(targets.shape[-1])
     correct = jnp.sum((targets == predictions) & (frame < n), dtype=jnp.int32)
-    return SegmentationStatistics(n, correct, distance, target.count, prediction.count,
-                                  tp, fp, fn, overflow)
+    return statistics_from_segments(
+        target,
+        prediction,
+        n,
+        correct,
+        thresholds=thresholds,
+        legacy_asformer_end=legacy_asformer_end,
+    )
 
 
 def segmentation_statistics(
@@ -144,9 +169,7 @@ def _prepare(
     max_predicted_segments,
     legacy_asformer_end,
 ):
-    targets = checks.as_int_labels("targets", targets)
-    predictions = checks.as_int_labels("predictions", predictions)
-    checks.same_shape("targets", targets, "predictions", predictions)
+    targets, predictions = checks.label_pair(targets, predictions)
     mask = checks.as_mask(mask, targets.shape)
     static = static_arguments(
         targets.shape[-1],
@@ -187,21 +210,48 @@ _OVERLAP_ARGS = """
         not background) ends one frame early. Changes F1 only, never edit or accuracy."""
 
 
-def edit_distance(targets, predictions, *, mask=None, background=(), max_target_segments=None,
-                  max_predicted_segments=None) -> jax.Array:
+def edit_distance(
+    targets,
+    predictions,
+    *,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+) -> jax.Array:
     stats = segmentation_statistics(
-        targets, predictions, mask=mask, overlaps=(1.0,), background=background,
-        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments)
+        targets,
+        predictions,
+        mask=mask,
+        overlaps=(1.0,),
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+    )
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
 
-def edit_score(targets, predictions, *, mask=None, background=(), max_target_segments=None,
-               max_predicted_segments=None) -> jax.Array:
+def edit_score(
+    targets,
+    predictions,
+    *,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+) -> jax.Array:
     stats = segmentation_statistics(
-        targets, predictions, mask=mask, overlaps=(1.0,), background=background,
-        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments)
-    score = edit_score_from_distance(stats.edit_distance, stats.target_segments,
-                                     stats.predicted_segments)
+        targets,
+        predictions,
+        mask=mask,
+        overlaps=(1.0,),
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+    )
+    score = edit_score_from_distance(
+        stats.edit_distance, stats.target_segments, stats.predicted_segments
+    )
     return _nan_if(stats.overflow, score)
 
 
@@ -251,15 +301,30 @@ edit_score.__doc__ = (
 )
 
 
-def segmental_counts(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
-                     background=(), max_target_segments=None, max_predicted_segments=None,
-                     legacy_asformer_end=False):
+def segmental_counts(
+    targets,
+    predictions,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+):
     stats = segmentation_statistics(
-        targets, predictions, mask=mask, overlaps=overlaps, background=background,
-        max_target_segments=max_target_segments, max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end)
-    return tuple(_nan_if(stats.overflow, x.astype(jnp.float32))
-                 for x in (stats.tp, stats.fp, stats.fn))
+        targets,
+        predictions,
+        mask=mask,
+        overlaps=overlaps,
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end,
+    )
+    return tuple(
+        _nan_if(stats.overflow, x.astype(jnp.float32)) for x in (stats.tp, stats.fp, stats.fn)
+    )
 
 
 segmental_counts.__doc__ = (
@@ -299,31 +364,76 @@ def _ratio(kind, targets, predictions, **kwargs):
     return safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
 
 
-def segmental_precision(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
-                        background=(), max_target_segments=None, max_predicted_segments=None,
-                        legacy_asformer_end=False):
-    return _ratio("precision", targets, predictions, overlaps=overlaps, mask=mask,
-                  background=background, max_target_segments=max_target_segments,
-                  max_predicted_segments=max_predicted_segments,
-                  legacy_asformer_end=legacy_asformer_end)
+def segmental_precision(
+    targets,
+    predictions,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+):
+    return _ratio(
+        "precision",
+        targets,
+        predictions,
+        overlaps=overlaps,
+        mask=mask,
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end,
+    )
 
 
-def segmental_recall(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None,
-                     background=(), max_target_segments=None, max_predicted_segments=None,
-                     legacy_asformer_end=False):
-    return _ratio("recall", targets, predictions, overlaps=overlaps, mask=mask,
-                  background=background, max_target_segments=max_target_segments,
-                  max_predicted_segments=max_predicted_segments,
-                  legacy_asformer_end=legacy_asformer_end)
+def segmental_recall(
+    targets,
+    predictions,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+):
+    return _ratio(
+        "recall",
+        targets,
+        predictions,
+        overlaps=overlaps,
+        mask=mask,
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end,
+    )
 
 
-def segmental_f1(targets, predictions, *, overlaps=DEFAULT_OVERLAPS, mask=None, background=(),
-                 max_target_segments=None, max_predicted_segments=None,
-                 legacy_asformer_end=False):
-    return _ratio("f1", targets, predictions, overlaps=overlaps, mask=mask,
-                  background=background, max_target_segments=max_target_segments,
-                  max_predicted_segments=max_predicted_segments,
-                  legacy_asformer_end=legacy_asformer_end)
+def segmental_f1(
+    targets,
+    predictions,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    mask=None,
+    background=(),
+    max_target_segments=None,
+    max_predicted_segments=None,
+    legacy_asformer_end=False,
+):
+    return _ratio(
+        "f1",
+        targets,
+        predictions,
+        overlaps=overlaps,
+        mask=mask,
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end,
+    )
 
 
 _RATIO_DOC = (

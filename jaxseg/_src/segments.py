@@ -118,22 +118,32 @@ def is_background(labels, background: tuple[int, ...]):
     return out
 
 
-def boundary_words(labels, n, background: tuple[int, ...]):
-    """Bit-packed starts and ends of the non-background runs of ``labels[:n]``.
+class FrameWords(NamedTuple):
+    """Bit-packed boundaries of one sequence, uint32 ``[W]`` (frame ``t`` is bit ``t % 32`` of
+    word ``t // 32``).
 
-    Returns ``(start_words, end_words)``, uint32 ``[W]``: bit ``t`` of ``start_words`` is set
-    where a kept run starts at frame ``t``; of ``end_words`` where one ends at ``t`` (its last
-    frame).
+    Attributes:
+      runs: a run of any label starts at ``t``.
+      starts: a non-background run starts at ``t``.
+      ends: a non-background run ends at ``t`` (its last frame).
     """
+
+    runs: jax.Array
+    starts: jax.Array
+    ends: jax.Array
+
+
+def frame_words(labels, n, background: tuple[int, ...]) -> FrameWords:
+    """The one pass over the frames of ``labels[:n]``: run boundaries as bit-packed words."""
     padded = _pad_to_words(labels, 0)
     frame = jnp.arange(padded.shape[-1])
     valid = frame < n
     previous = lax.pad(padded, padded[0], ((1, -1, 0),))
     following = lax.pad(padded, padded[-1], ((-1, 1, 0),))
-    kept = valid & ~is_background(padded, background)
-    starts = kept & ((padded != previous) | (frame == 0))
-    ends = kept & ((padded != following) | (frame == n - 1))
-    return pack_bits(starts), pack_bits(ends)
+    runs = valid & ((padded != previous) | (frame == 0))
+    kept = ~is_background(padded, background)
+    ends = valid & kept & ((padded != following) | (frame == n - 1))
+    return FrameWords(pack_bits(runs), pack_bits(runs & kept), pack_bits(ends))
 
 
 def _select_in_word(word, rank):
@@ -160,23 +170,40 @@ def select_bits(words, capacity: int):
     return frame, total
 
 
-def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
-    """Segments of ``labels[:n]`` for one (compacted) sequence."""
-    labels = _pad_to_words(labels, 0)
-    start_words, end_words = boundary_words(labels, n, background)
-    starts, count = select_bits(start_words, capacity)
-    last_frames, _ = select_bits(end_words, capacity)
+def _table(labels, starts, ends, count, capacity) -> Segments:
     valid = jnp.arange(capacity) < count
     seg_labels = jnp.where(valid, labels[jnp.minimum(starts, labels.shape[-1] - 1)], -1)
-    starts = jnp.where(valid, starts, 0)
-    ends = jnp.where(valid, last_frames + 1, 0)
-    return Segments(seg_labels.astype(jnp.int32), starts, ends, valid, count)
+    return Segments(
+        seg_labels.astype(jnp.int32),
+        jnp.where(valid, starts, 0),
+        jnp.where(valid, ends, 0),
+        valid,
+        count,
+    )
+
+
+def segments_from_words(labels, words: FrameWords, *, capacity: int) -> Segments:
+    """Non-background segments of one sequence from its :class:`FrameWords`."""
+    starts, count = select_bits(words.starts, capacity)
+    last_frames, _ = select_bits(words.ends, capacity)
+    return _table(_pad_to_words(labels, 0), starts, last_frames + 1, count, capacity)
+
+
+def runs_from_words(labels, n, words: FrameWords, *, capacity: int) -> Segments:
+    """All runs (background included) of one sequence from its :class:`FrameWords`."""
+    starts, count = select_bits(words.runs, capacity + 1)
+    ends = jnp.where(jnp.arange(1, capacity + 1) < count, starts[1:], n)
+    return _table(_pad_to_words(labels, 0), starts[:-1], ends, count, capacity)
+
+
+def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
+    """Non-background segments of ``labels[:n]`` for one (compacted) sequence."""
+    return segments_from_words(labels, frame_words(labels, n, background), capacity=capacity)
 
 
 def count_of(labels, n, *, background: tuple[int, ...]):
     """Number of non-background runs of ``labels[:n]``."""
-    start_words, _ = boundary_words(labels, n, background)
-    return jnp.sum(popcount(start_words).astype(jnp.int32))
+    return jnp.sum(popcount(frame_words(labels, n, background).starts).astype(jnp.int32))
 
 
 # ------------------------------------------------------------------------------------------

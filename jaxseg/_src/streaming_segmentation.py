@@ -58,7 +58,7 @@ def merge_states(a, b):
 
 def pooled_confusion(targets, predictions, mask, num_classes: int):
     """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch."""
-    cell = targets.astype(jnp.int32) * num_classes + predictions
+    cell = targets.astype(jnp.int32) * num_classes + predictions.astype(jnp.int32)
     if mask is not None:
         cell = jnp.where(mask, cell, num_classes * num_classes)
     counts = jnp.zeros(num_classes * num_classes, jnp.int32)
@@ -102,9 +102,7 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
         return FrameState(counting.zeros((num_classes, num_classes)))
 
     def update(state, targets, predictions, *, mask=None):
-        targets = checks.as_int_labels("targets", targets)
-        predictions = checks.as_int_labels("predictions", predictions)
-        checks.same_shape("targets", targets, "predictions", predictions)
+        targets, predictions = checks.label_pair(targets, predictions)
         mask = checks.as_mask(mask, targets.shape)
         confusion = pooled_confusion(targets, predictions, mask, num_classes)
         return FrameState(counting.add_sum(state.confusion, confusion, axis=()))

@@ -1,0 +1,657 @@
+"""The ``jaxseg`` command line: ``evaluate`` and ``compare`` (action segmentation on files).
+
+``jaxseg detection`` lives in :mod:`jaxseg._src.cli_detection`.
+
+Results go to stdout (or ``--output``), everything else (progress, notes, errors) to stderr, so
+``jaxseg evaluate ... --format json | jq`` works. Problems with the user's files end the
+program with a one-line message naming the file and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from jaxseg._src import report as reports
+from jaxseg._src.demo import DEMO_DIRECTORY
+from jaxseg._src.io_files import (
+    InputError,
+    SegmentationDataset,
+    find_mapping,
+    load_segmentation_dataset,
+    read_mapping,
+    write_atomic,
+)
+
+USER_ERROR = 2
+DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
+
+
+class Progress:
+    """A progress bar on a terminal's stderr, shown only once a run has taken ``delay`` seconds.
+
+    Call it with ``(done, total)`` after each step; ``close()`` erases the bar.
+    """
+
+    def __init__(self, label: str, *, stream=None, enabled: bool = True, delay: float = 1.0):
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and self.stream.isatty()
+        self.label, self.delay = label, delay
+        self.start = time.monotonic()
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or total <= 0 or time.monotonic() - self.start < self.delay:
+            return
+        width = 30
+        filled = width * done // total
+        text = f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        self.stream.write(text)
+        self.stream.flush()
+        self.shown = len(text) - 1  # without the carriage return
+
+    def close(self) -> None:
+        """Erases the bar (if it was shown)."""
+        if self.shown:
+            self.stream.write("\r" + " " * self.shown + "\r")
+            self.stream.flush()
+            self.shown = 0
+
+
+def _overlap(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"overlaps must be in (0, 1], got {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"confidence level must be in (0, 1), got {text}")
+    return value
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format", choices=reports.FORMATS, default="table", help="output format (default: table)"
+    )
+    parser.add_argument(
+        "--decimals",
+        type=int,
+        default=2,
+        metavar="N",
+        help="decimals of the percentages in table/markdown output (default 2; "
+        "4 gives the digits MS-TCN's eval.py prints)",
+    )
+    parser.add_argument(
+        "--output", metavar="FILE", help="write the results to FILE (atomically) instead of stdout"
+    )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print nothing on stderr but errors (no progress, no notes)",
+    )
+
+
+def _add_segmentation_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mapping",
+        metavar="FILE",
+        help="'index name' per line (default: mapping.txt beside or above GROUND_TRUTH)",
+    )
+    parser.add_argument(
+        "--split", metavar="FILE", help="split/bundle file listing the videos to evaluate"
+    )
+    parser.add_argument(
+        "--background",
+        nargs="*",
+        metavar="NAME",
+        help="class names that form no segment (default: 'background' if the "
+        "mapping has it, as in eval.py); give no name for none",
+    )
+    parser.add_argument(
+        "--overlaps",
+        nargs="+",
+        type=_overlap,
+        default=DEFAULT_OVERLAPS,
+        metavar="TAU",
+        help="IoU thresholds of F1 (default: 0.1 0.25 0.5)",
+    )
+    parser.add_argument(
+        "--legacy-asformer-end",
+        action="store_true",
+        help="reproduce ASFormer/DiffAct/ASRF, whose last segment ends one "
+        "frame early (slightly lower F1)",
+    )
+
+
+def _add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--samples",
+        type=_positive,
+        default=10_000,
+        metavar="N",
+        help="bootstrap replicates / permutations (default 10000)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed of the resampling (default 0)"
+    )
+
+
+_CACHE_NOTE = (
+    "Compiled programs are cached in $JAXSEG_CACHE_DIR (default ~/.cache/jaxseg; set it to an "
+    "empty string to disable), so later runs skip compilation."
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``jaxseg`` command."""
+    from jaxseg._src import cli_detection
+
+    parser = argparse.ArgumentParser(
+        prog="jaxseg",
+        description="Evaluate temporal action segmentation and detection results.",
+        epilog=_CACHE_NOTE,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="action segmentation: frame accuracy, edit score, segmental F1@k",
+        description="Evaluate frame-wise action segmentation results in the MS-TCN layout: "
+        "Acc (MoF), Edit and F1@k in percent, the numbers MS-TCN's eval.py prints. "
+        "Differences: Edit of a video with no segment in both ground truth and prediction is "
+        "100 (eval.py: NaN), ground truth without segments makes every prediction a false "
+        "positive (eval.py: crash), and lengths must match exactly.",
+        epilog=_CACHE_NOTE,
+    )
+    evaluate.add_argument(
+        "ground_truth",
+        nargs="?",
+        metavar="GROUND_TRUTH",
+        help="folder of ground-truth files (<video>.txt, one label per line, "
+        "or <video>.npy), or a dataset folder holding groundTruth/",
+    )
+    evaluate.add_argument(
+        "predictions",
+        nargs="?",
+        metavar="PREDICTIONS",
+        help="folder of predictions (<video>[.txt] one label per line or "
+        "MS-TCN results format, or <video>.npy labels [T] / scores [T, C])",
+    )
+    evaluate.add_argument(
+        "--demo", action="store_true", help="evaluate the demo dataset shipped with jaxseg"
+    )
+    _add_segmentation_arguments(evaluate)
+    evaluate.add_argument("--per-video", action="store_true", help="also a row per video")
+    evaluate.add_argument(
+        "--per-class",
+        action="store_true",
+        help="also frame-level accuracy, precision and F1 per class",
+    )
+    evaluate.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="write PNG pictures to DIR: a timeline per video, per-class "
+        "scores, confusion matrix (needs matplotlib)",
+    )
+    evaluate.add_argument(
+        "--ci",
+        type=_level,
+        metavar="LEVEL",
+        help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
+        "videos",
+    )
+    _add_bootstrap_arguments(evaluate)
+    _add_output_arguments(evaluate)
+
+    compare = commands.add_parser(
+        "compare",
+        help="paired comparison of two models' predictions on the same videos",
+        description="Evaluate two prediction folders against the same ground truth and test "
+        "the difference A - B of every metric: paired bootstrap interval and p-value, and "
+        "paired permutation p-value (videos resampled / swapped between the models).",
+        epilog=_CACHE_NOTE,
+    )
+    compare.add_argument("ground_truth", metavar="GROUND_TRUTH", help="as for evaluate")
+    compare.add_argument("predictions_a", metavar="PREDICTIONS_A", help="model A's folder")
+    compare.add_argument("predictions_b", metavar="PREDICTIONS_B", help="model B's folder")
+    _add_segmentation_arguments(compare)
+    compare.add_argument(
+        "--confidence",
+        type=_level,
+        default=0.95,
+        metavar="LEVEL",
+        help="level of the interval of the difference (default 0.95)",
+    )
+    _add_bootstrap_arguments(compare)
+    _add_output_arguments(compare)
+
+    cli_detection.add_parser(commands, _add_output_arguments)
+    return parser
+
+
+def _ground_truth_folder(path: str) -> Path:
+    """The ground-truth folder: ``path`` itself, or its ``groundTruth/`` (a dataset folder)."""
+    folder = Path(path)
+    return folder / "groundTruth" if (folder / "groundTruth").is_dir() else folder
+
+
+def _read(ground_truth: Path, predictions: Path, args, mapping=None) -> SegmentationDataset:
+    """Reads a dataset with a progress bar; a broken mapping is reported before any label."""
+    mapping = mapping or args.mapping or find_mapping(ground_truth)
+    if mapping is not None:
+        read_mapping(mapping)
+    reading = Progress(f"reading {predictions.name}", enabled=not args.quiet)
+    dataset = load_segmentation_dataset(
+        ground_truth, predictions, mapping=mapping, split=args.split, progress=reading
+    )
+    reading.close()
+    return dataset
+
+
+def _background_indices(names: Sequence[str] | None, class_names: Sequence[str]) -> tuple:
+    """Class indices of the background names (default: 'background' when it is a class)."""
+    if names is None:
+        return tuple(i for i, name in enumerate(class_names) if name == "background")
+    index = {name: i for i, name in enumerate(class_names)}
+    unknown = [name for name in names if name not in index]
+    if unknown:
+        raise InputError(
+            f"--background: {', '.join(map(repr, unknown))} is not a class name; classes: "
+            f"{', '.join(class_names[:12])}{', ...' if len(class_names) > 12 else ''}"
+        )
+    return tuple(sorted({index[name] for name in names}))
+
+
+def _evaluator(dataset: SegmentationDataset, *, background, overlaps, legacy):
+    """An Evaluator holding every video of ``dataset``."""
+    from jaxseg.evaluator import Evaluator  # imports JAX: only when needed (fast --help)
+
+    evaluator = Evaluator(
+        num_classes=len(dataset.class_names),
+        background=background,
+        overlaps=overlaps,
+        legacy_asformer_end=legacy,
+    )
+    evaluator.add(list(dataset.targets), list(dataset.predictions), name=list(dataset.names))
+    return evaluator
+
+
+def _class_statistics(dataset: SegmentationDataset) -> dict[str, np.ndarray]:
+    """Frame-level confusion matrix and per-class precision/recall/F1 over all videos.
+
+    The frames of all videos are concatenated (frame metrics ignore video boundaries) and
+    padded to a power of two with a mask, so that datasets of similar size share one program.
+    """
+    import jax
+
+    from jaxseg import metrics
+
+    num_classes = len(dataset.class_names)
+
+    def compute(targets, predictions, mask):
+        options = {"num_classes": num_classes, "mask": mask}
+        scores = {"confusion": metrics.confusion_matrix(targets, predictions, **options)}
+        for name, function in (
+            ("precision", metrics.precision),
+            ("recall", metrics.recall),
+            ("f1", metrics.f1_score),
+        ):
+            for average in ("none", "macro"):
+                scores[f"{name}_{average}"] = function(
+                    targets, predictions, average=average, **options
+                )
+        return scores
+
+    frames = sum(t.size for t in dataset.targets)
+    padded = 1 << max(10, (frames - 1).bit_length())
+    targets, predictions = np.zeros(padded, np.int32), np.zeros(padded, np.int32)
+    np.concatenate(dataset.targets, out=targets[:frames])
+    np.concatenate(dataset.predictions, out=predictions[:frames])
+    mask = np.arange(padded) < frames
+    return {k: np.asarray(v) for k, v in jax.jit(compute)(targets, predictions, mask).items()}
+
+
+def _percent(value) -> float:
+    return 100.0 * float(value)
+
+
+def _lookup(result: dict, key):
+    """``result[key]``, or ``result[name][tau]`` for a key ``(name, tau)``."""
+    return result[key[0]][key[1]] if isinstance(key, tuple) else result[key]
+
+
+def _segmentation_report(
+    dataset, evaluator, class_stats, *, background, overlaps, intervals, per_video: bool
+) -> reports.Report:
+    result = evaluator.get()
+    f1_columns = [reports.overlap_column(tau) for tau in overlaps]
+    columns = ("", "Acc", "Edit", *f1_columns)
+    values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in overlaps)]
+    rows = [("all", *(_percent(v) for v in values))]
+    if intervals is not None:
+        level = f"{100 * intervals['confidence']:g}%"
+        keys = ["accuracy", "edit", *(("f1", tau) for tau in overlaps)]
+        for side, bound in ((0, "low"), (1, "high")):
+            bounds = [_lookup(intervals, key)[side] for key in keys]
+            rows.append((f"{level} CI {bound}", *(_percent(v) for v in bounds)))
+    sections = [reports.Section("results", "Results (%)", columns, tuple(rows))]
+    if per_video:
+        by_name = {row["name"]: row for row in evaluator.per_video()}
+        video_rows = []
+        for name in dataset.names:
+            row = by_name[name]
+            video_rows.append(
+                (
+                    name,
+                    int(row["frames"]),
+                    _percent(row["accuracy"]),
+                    _percent(row["edit"]),
+                    *(_percent(row["f1"][t]) for t in overlaps),
+                )
+            )
+        sections.append(
+            reports.Section(
+                "per_video", "Per video (%)", ("video", "frames", *columns[1:]), tuple(video_rows)
+            )
+        )
+    if class_stats is not None:
+        confusion = class_stats["confusion"]
+        class_rows = [
+            (
+                name,
+                int(confusion[c].sum()),
+                int(confusion[:, c].sum()),
+                _percent(class_stats["recall_none"][c]),
+                _percent(class_stats["precision_none"][c]),
+                _percent(class_stats["f1_none"][c]),
+            )
+            for c, name in enumerate(dataset.class_names)
+        ]
+        class_rows.append(
+            (
+                "mean",
+                int(confusion.sum()),
+                int(confusion.sum()),
+                _percent(class_stats["recall_macro"]),
+                _percent(class_stats["precision_macro"]),
+                _percent(class_stats["f1_macro"]),
+            )
+        )
+        sections.append(
+            reports.Section(
+                "per_class",
+                "Per class (%, frame level)",
+                ("class", "frames", "predicted", "Acc", "Precision", "F1"),
+                tuple(class_rows),
+            )
+        )
+    background_names = [dataset.class_names[i] for i in background]
+    summary = {
+        "videos": len(dataset.names),
+        "frames": int(result["frames"]),
+        "classes": list(dataset.class_names),
+        "background": background_names,
+        "overlaps": list(overlaps),
+        "confidence": None if intervals is None else intervals["confidence"],
+        "tp": {reports.overlap_column(t): int(result["tp"][t]) for t in overlaps},
+        "fp": {reports.overlap_column(t): int(result["fp"][t]) for t in overlaps},
+        "fn": {reports.overlap_column(t): int(result["fn"][t]) for t in overlaps},
+    }
+    text = reports.description(
+        len(dataset.names), int(result["frames"]), len(dataset.class_names), background_names
+    )
+    return reports.Report(text, summary, tuple(sections))
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=figure.dpi)
+    return buffer.getvalue()
+
+
+def _write_plots(directory: Path, dataset, class_stats, background, *, quiet: bool) -> None:
+    from jaxseg._src import plotting
+
+    directory.mkdir(parents=True, exist_ok=True)
+    names = dataset.class_names
+    progress = Progress("plotting", enabled=not quiet)
+    for count, (video, target, prediction) in enumerate(
+        zip(dataset.names, dataset.targets, dataset.predictions, strict=True), start=1
+    ):
+        figure = plotting.timeline(
+            target, prediction, class_names=names, background=background, title=video
+        )
+        write_atomic(directory / f"timeline_{video}.png", _png(figure))
+        progress(count, len(dataset.names))
+    progress.close()
+    scores = {"F1": 100 * class_stats["f1_none"], "Acc": 100 * class_stats["recall_none"]}
+    figure = plotting.class_scores(names, scores, title="Per-class frame F1 and accuracy")
+    write_atomic(directory / "classes.png", _png(figure))
+    figure = plotting.confusion(
+        class_stats["confusion"], class_names=names, title="Confusion matrix (rows: ground truth)"
+    )
+    write_atomic(directory / "confusion.png", _png(figure))
+    if not quiet:
+        print(f"jaxseg: wrote {len(dataset.names) + 2} pictures to {directory}", file=sys.stderr)
+
+
+def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, seed: int):
+    """Percentile-bootstrap intervals over videos of every reported metric (jaxseg.stats)."""
+    from jaxseg.stats import segmentation_intervals
+
+    intervals = segmentation_intervals(
+        evaluator.statistics(),
+        overlaps=overlaps,
+        confidence=confidence,
+        num_samples=samples,
+        seed=seed,
+    )
+    return {**intervals, "confidence": confidence}
+
+
+def _run_evaluate(args) -> int:
+    if args.demo and (args.ground_truth or args.predictions):
+        raise InputError("--demo takes no GROUND_TRUTH or PREDICTIONS folders")
+    if not args.demo and not (args.ground_truth and args.predictions):
+        raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
+    reports.check_output(args.output)
+    if args.plot is not None:
+        from jaxseg._src import plotting
+
+        plotting.class_colors(1)  # fail before the work if matplotlib is missing
+    if args.demo:
+        dataset = _read(
+            DEMO_DIRECTORY / "groundTruth",
+            DEMO_DIRECTORY / "predictions",
+            args,
+            mapping=DEMO_DIRECTORY / "mapping.txt",
+        )
+    else:
+        dataset = _read(_ground_truth_folder(args.ground_truth), Path(args.predictions), args)
+    background = _background_indices(args.background, dataset.class_names)
+    overlaps = tuple(dict.fromkeys(args.overlaps))
+    evaluator = _evaluator(
+        dataset, background=background, overlaps=overlaps, legacy=args.legacy_asformer_end
+    )
+    needs_classes = args.per_class or args.plot is not None
+    class_stats = _class_statistics(dataset) if needs_classes else None
+    intervals = None
+    if args.ci is not None:
+        intervals = _confidence_intervals(evaluator, overlaps, args.ci, args.samples, args.seed)
+    report = _segmentation_report(
+        dataset,
+        evaluator,
+        class_stats if args.per_class else None,
+        background=background,
+        overlaps=overlaps,
+        intervals=intervals,
+        per_video=args.per_video,
+    )
+    reports.emit(
+        reports.render(report, args.format, decimals=args.decimals), args.output, quiet=args.quiet
+    )
+    if args.plot is not None:
+        _write_plots(Path(args.plot), dataset, class_stats, background, quiet=args.quiet)
+    return 0
+
+
+_METRICS = (("Acc", "accuracy"), ("Edit", "edit"))
+
+
+def _comparison_report(dataset_a, result, *, background, overlaps, args) -> reports.Report:
+    keys = [*_METRICS, *((reports.overlap_column(t), ("f1", t)) for t in overlaps)]
+    rows = []
+    for column, key in keys:
+        value = _lookup(result, key)
+        rows.append(
+            (
+                column,
+                *(_percent(value[f]) for f in ("a", "b", "difference", "lower", "upper")),
+                value["p_value"],
+                value["permutation_p_value"],
+            )
+        )
+    level = f"{100 * args.confidence:g}%"
+    columns = (
+        "metric",
+        "A",
+        "B",
+        "A - B",
+        f"{level} CI low",
+        f"{level} CI high",
+        "p (bootstrap)",
+        "p (permutation)",
+    )
+    section = reports.Section(
+        "comparison",
+        "Paired comparison A - B (%; p-values two-sided)",
+        columns,
+        tuple(rows),
+        decimals=(None,) * 6 + (4, 4),
+    )
+    background_names = [dataset_a.class_names[i] for i in background]
+    frames = int(sum(t.size for t in dataset_a.targets))
+    summary = {
+        "videos": len(dataset_a.names),
+        "frames": frames,
+        "classes": list(dataset_a.class_names),
+        "background": background_names,
+        "overlaps": list(overlaps),
+        "a": args.predictions_a,
+        "b": args.predictions_b,
+        "confidence": args.confidence,
+        "samples": args.samples,
+        "seed": args.seed,
+    }
+    text = reports.description(
+        len(dataset_a.names),
+        frames,
+        len(dataset_a.class_names),
+        background_names,
+        f"\nA = {args.predictions_a}\nB = {args.predictions_b}",
+    )
+    return reports.Report(text, summary, (section,))
+
+
+def _run_compare(args) -> int:
+    from jaxseg.stats import segmentation_comparison
+
+    reports.check_output(args.output)
+    ground_truth = _ground_truth_folder(args.ground_truth)
+    dataset_a = _read(ground_truth, Path(args.predictions_a), args)
+    dataset_b = _read(ground_truth, Path(args.predictions_b), args)
+    background = _background_indices(args.background, dataset_a.class_names)
+    overlaps = tuple(dict.fromkeys(args.overlaps))
+    statistics = [
+        _evaluator(
+            d, background=background, overlaps=overlaps, legacy=args.legacy_asformer_end
+        ).statistics()
+        for d in (dataset_a, dataset_b)
+    ]
+    result = segmentation_comparison(
+        *statistics,
+        overlaps=overlaps,
+        confidence=args.confidence,
+        num_samples=args.samples,
+        seed=args.seed,
+    )
+    report = _comparison_report(
+        dataset_a, result, background=background, overlaps=overlaps, args=args
+    )
+    reports.emit(
+        reports.render(report, args.format, decimals=args.decimals), args.output, quiet=args.quiet
+    )
+    return 0
+
+
+def _enable_compilation_cache() -> None:
+    """Caches compiled programs on disk (``$JAXSEG_CACHE_DIR``, default ``~/.cache/jaxseg``).
+
+    Compilation dominates a first run; with the cache, later runs start in about a second.
+    Left alone when the user configured JAX's cache already or set ``JAXSEG_CACHE_DIR=""``.
+    """
+    import jax
+
+    if jax.config.jax_compilation_cache_dir is not None:
+        return
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxseg"
+    directory = os.environ.get("JAXSEG_CACHE_DIR", str(default))
+    if not directory:
+        return
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # a read-only home: run without the cache
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
+    from jaxseg._src import cli_detection
+
+    args = build_parser().parse_args(argv)
+    commands = {
+        "evaluate": _run_evaluate,
+        "compare": _run_compare,
+        "detection": cli_detection.run,
+    }
+    try:
+        _enable_compilation_cache()
+        return commands[args.command](args)
+    except InputError as error:
+        print(f"jaxseg: error: {error}", file=sys.stderr)
+        return USER_ERROR
+    except ImportError as error:
+        if "matplotlib" not in str(error):
+            raise
+        print(f"jaxseg: error: {error}", file=sys.stderr)
+        return USER_ERROR
+    except BrokenPipeError:  # e.g. `jaxseg evaluate ... | head`
+        sys.stderr.close()
+        return 0

@@ -1,0 +1,440 @@
+"""``jaxseg detection``: temporal action detection (ActivityNet JSON) and online detection.
+
+Offline: a ground-truth database and a submission in the ActivityNet JSON formats are padded
+into per-video tables and scored with :func:`jaxseg.metrics.detection_average_precision`
+(ActivityNet's algorithm): AP per class and threshold, mAP per threshold and their average.
+Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are scored with
+:func:`jaxseg.metrics.mean_average_precision` and
+:func:`jaxseg.metrics.calibrated_average_precision`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxseg._src import report as reports
+from jaxseg._src.io_files import InputError, read_label_array
+
+PRESETS = {
+    "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
+    "thumos14": tuple(np.linspace(0.3, 0.7, 5).tolist()),
+}
+
+
+class DetectionTables(NamedTuple):
+    """Ground truth and detections padded into per-video tables (V videos, G / P slots)."""
+
+    videos: tuple[str, ...]
+    class_names: tuple[str, ...]
+    gt_segments: np.ndarray  # float32 [V, G, 2] seconds
+    gt_labels: np.ndarray  # int32 [V, G]
+    gt_mask: np.ndarray  # bool [V, G]
+    pred_segments: np.ndarray  # float32 [V, P, 2]
+    pred_labels: np.ndarray  # int32 [V, P]
+    pred_scores: np.ndarray  # float32 [V, P]
+    pred_mask: np.ndarray  # bool [V, P]
+    videos_without_ground_truth: tuple[str, ...]
+
+
+def add_parser(commands, add_output_arguments) -> None:
+    """Adds the ``detection`` subcommand to the ``jaxseg`` parser."""
+    parser = commands.add_parser(
+        "detection",
+        help="temporal action detection: AP per tIoU threshold and average mAP (ActivityNet "
+        "JSON), or per-frame mAP / cAP of online detection (--online)",
+        description="Offline: mAP at each tIoU threshold and their average, ActivityNet's "
+        "algorithm (score order, tIoU >= threshold, fall-through to the next best free ground "
+        "truth, all-point interpolation). Detections in videos without ground truth count as "
+        "false positives, as in ActivityNet. Online (--online): per-frame AP and calibrated AP "
+        "(cAP) per class and their mean (LSTR conventions).",
+    )
+    parser.add_argument(
+        "ground_truth",
+        metavar="GROUND_TRUTH",
+        help="ActivityNet ground-truth JSON ({'database': {video: {'subset', 'annotations': "
+        "[{'segment': [start, end], 'label'}]}}}); with --online, targets .npy [N, C] "
+        "multi-hot or [N] class indices",
+    )
+    parser.add_argument(
+        "predictions",
+        metavar="PREDICTIONS",
+        help="ActivityNet submission JSON ({'results': {video: [{'segment', 'label', "
+        "'score'}]}}); with --online, scores .npy [N, C]",
+    )
+    parser.add_argument(
+        "--online", action="store_true", help="per-frame online detection (mAP and cAP)"
+    )
+    parser.add_argument(
+        "--subset",
+        default="validation",
+        help="ground-truth subset to evaluate (default: validation; 'all' for every video)",
+    )
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="activitynet",
+        help="tIoU thresholds: activitynet = 0.5:0.05:0.95 (default), thumos14 = 0.3:0.1:0.7",
+    )
+    parser.add_argument(
+        "--thresholds",
+        nargs="+",
+        type=float,
+        metavar="TIOU",
+        help="explicit tIoU thresholds in (0, 1] (instead of --preset)",
+    )
+    parser.add_argument(
+        "--per-class", action="store_true", help="also AP (or AP and cAP) per class"
+    )
+    parser.add_argument(
+        "--background",
+        nargs="*",
+        type=int,
+        default=None,
+        metavar="INDEX",
+        help="online: class columns not scored (default: 0)",
+    )
+    parser.add_argument(
+        "--ambiguous",
+        nargs="*",
+        type=int,
+        default=(),
+        metavar="INDEX",
+        help="online: columns whose positive frames are removed from every class (THUMOS: 21)",
+    )
+    add_output_arguments(parser)
+
+
+# ------------------------------------------------------------------------------------------
+# Reading ActivityNet JSON
+# ------------------------------------------------------------------------------------------
+def _load_json(path: Path, what: str) -> dict:
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    try:
+        return json.loads(path.read_bytes())
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
+        ) from None
+
+
+def _member(path: Path, document, key: str, what: str) -> dict:
+    if not isinstance(document, dict) or not isinstance(document.get(key), dict):
+        raise InputError(f"{path}: {what} needs a '{key}' object mapping video ids to entries")
+    return document[key]
+
+
+def _segment(path: Path, where: str, entry) -> tuple[float, float]:
+    segment = entry.get("segment") if isinstance(entry, dict) else None
+    if (
+        not isinstance(segment, (list, tuple))
+        or len(segment) != 2
+        or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in segment)
+        or segment[1] < segment[0]
+    ):
+        raise InputError(
+            f"{path}: {where}: 'segment' must be [start, end] with start <= end, got {segment!r}"
+        )
+    return float(segment[0]), float(segment[1])
+
+
+def _label(path: Path, where: str, entry) -> str:
+    label = entry.get("label")
+    if not isinstance(label, (str, int)) or isinstance(label, bool):
+        raise InputError(f"{path}: {where}: 'label' must be a string, got {label!r}")
+    return str(label)
+
+
+def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> DetectionTables:
+    """Reads an ActivityNet ground-truth database and a submission into padded tables.
+
+    Classes are the labels of the ground truth of ``subset`` (sorted); a submission label
+    outside them is an error (ActivityNet raises KeyError). Videos of the submission that are
+    not in the subset keep their detections, which can only be false positives.
+    """
+    database = _member(
+        ground_truth, _load_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+    )
+    results = _member(
+        submission, _load_json(submission, "submission file"), "results", "submission file"
+    )
+    truth: dict[str, list[tuple[float, float, str]]] = {}
+    subsets = set()
+    for video, entry in database.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("annotations", []), list):
+            raise InputError(
+                f"{ground_truth}: video {video!r}: expected an object with 'annotations': [...]"
+            )
+        subsets.add(str(entry.get("subset")))
+        if subset != "all" and entry.get("subset") != subset:
+            continue
+        truth[video] = [
+            (
+                *_segment(ground_truth, f"video {video!r}", a),
+                _label(ground_truth, f"video {video!r}", a),
+            )
+            for a in entry.get("annotations", [])
+        ]
+    if not truth:
+        raise InputError(
+            f"{ground_truth}: no video in subset {subset!r}; subsets: "
+            f"{', '.join(sorted(subsets)) or 'none'} (use --subset)"
+        )
+    class_names = tuple(sorted({label for rows in truth.values() for *_, label in rows}))
+    if not class_names:
+        raise InputError(f"{ground_truth}: subset {subset!r} has no annotation")
+    index = {name: i for i, name in enumerate(class_names)}
+    detections: dict[str, list[tuple[float, float, int, float]]] = {}
+    for video, entries in results.items():
+        if not isinstance(entries, list):
+            raise InputError(f"{submission}: video {video!r}: expected a list of detections")
+        rows = []
+        for number, entry in enumerate(entries, start=1):
+            where = f"video {video!r}, detection {number}"
+            start, end = _segment(submission, where, entry)
+            label = _label(submission, where, entry)
+            if label not in index:
+                raise InputError(
+                    f"{submission}: {where}: label {label!r} is not a class of the ground truth "
+                    f"(subset {subset!r}: {len(class_names)} classes)"
+                )
+            score = entry.get("score")
+            if not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise InputError(f"{submission}: {where}: 'score' must be a number, got {score!r}")
+            rows.append((start, end, index[label], float(score)))
+        detections[video] = rows
+    videos = tuple(truth) + tuple(v for v in detections if v not in truth)
+    gt = _pad([[(s, e, c, 1.0) for s, e, c in _indexed(truth.get(v, []), index)] for v in videos])
+    pred = _pad([detections.get(v, []) for v in videos])
+    return DetectionTables(
+        videos,
+        class_names,
+        gt[0],
+        gt[1],
+        gt[3],
+        pred[0],
+        pred[1],
+        pred[2],
+        pred[3],
+        tuple(v for v in detections if v not in truth and detections[v]),
+    )
+
+
+def _indexed(rows, index):
+    return [(start, end, index[label]) for start, end, label in rows]
+
+
+def _bucket(n: int) -> int:
+    """``n`` rounded up to a power of two (at least 8), so that table shapes repeat."""
+    return 1 << max(3, (max(n, 1) - 1).bit_length())
+
+
+def _pad(per_video):
+    """``[V]`` lists of (start, end, label, score) -> segments, labels, scores, mask tables.
+
+    Both dimensions are rounded up to powers of two; padding rows and slots are masked out
+    (a video without ground truth or detections changes no AP).
+    """
+    videos, width = _bucket(len(per_video)), _bucket(max(len(rows) for rows in per_video))
+    segments = np.zeros((videos, width, 2), np.float32)
+    labels = np.zeros((videos, width), np.int32)
+    scores = np.zeros((videos, width), np.float32)
+    mask = np.zeros((videos, width), bool)
+    for v, rows in enumerate(per_video):
+        if rows:
+            array = np.array(rows, np.float64)
+            segments[v, : len(rows)] = array[:, :2]
+            labels[v, : len(rows)] = array[:, 2]
+            scores[v, : len(rows)] = array[:, 3]
+            mask[v, : len(rows)] = True
+    return segments, labels, scores, mask
+
+
+# ------------------------------------------------------------------------------------------
+# Reports
+# ------------------------------------------------------------------------------------------
+def _thresholds(args) -> tuple[float, ...]:
+    if args.thresholds is None:
+        return PRESETS[args.preset]
+    bad = [t for t in args.thresholds if not 0.0 < t <= 1.0]
+    if bad:
+        raise InputError(f"--thresholds must be in (0, 1], got {bad[0]}")
+    return tuple(dict.fromkeys(args.thresholds))
+
+
+def _percent(values) -> list[float]:
+    return [100.0 * float(v) for v in np.asarray(values).reshape(-1)]
+
+
+def _offline(args) -> reports.Report:
+    import jax
+
+    from jaxseg.metrics import detection_average_precision
+
+    tables = read_activitynet(Path(args.ground_truth), Path(args.predictions), args.subset)
+    thresholds = _thresholds(args)
+    scores = jax.jit(
+        detection_average_precision, static_argnames=("num_classes", "iou_thresholds")
+    )(
+        tables.gt_segments,
+        tables.gt_labels,
+        tables.pred_segments,
+        tables.pred_labels,
+        tables.pred_scores,
+        num_classes=len(tables.class_names),
+        iou_thresholds=thresholds,
+        gt_mask=tables.gt_mask,
+        pred_mask=tables.pred_mask,
+    )
+    per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
+    columns = ("", *(f"{t:.2f}" for t in thresholds), "Avg")
+    sections = [
+        reports.Section(
+            "map",
+            "mAP (%) at tIoU",
+            columns,
+            (("mAP", *_percent(mean), 100.0 * float(np.mean(mean))),),
+        )
+    ]
+    instances = np.bincount(tables.gt_labels[tables.gt_mask], minlength=len(tables.class_names))
+    if args.per_class:
+        rows = tuple(
+            (name, int(instances[c]), *_percent(per_class[c]), 100.0 * float(per_class[c].mean()))
+            for c, name in enumerate(tables.class_names)
+        )
+        sections.append(
+            reports.Section(
+                "ap_per_class", "AP (%) per class", ("class", "instances", *columns[1:]), rows
+            )
+        )
+    detections = int(tables.pred_mask.sum())
+    summary = {
+        "videos": len(tables.videos) - len(tables.videos_without_ground_truth),
+        "ground_truth_instances": int(instances.sum()),
+        "detections": detections,
+        "classes": list(tables.class_names),
+        "subset": args.subset,
+        "tiou_thresholds": list(thresholds),
+        "videos_without_ground_truth": list(tables.videos_without_ground_truth),
+        "average_mAP": 100.0 * float(np.mean(mean)),
+    }
+    text = (
+        f"{summary['videos']:,} videos ({args.subset}), {int(instances.sum()):,} ground-truth "
+        f"instances, {detections:,} detections, {len(tables.class_names)} classes"
+    )
+    if tables.videos_without_ground_truth and not args.quiet:
+        print(
+            f"jaxseg: note: {len(tables.videos_without_ground_truth)} video(s) of the "
+            f"submission are not in the ground truth of subset {args.subset!r}; their "
+            "detections count as false positives",
+            file=sys.stderr,
+        )
+    return reports.Report(text, summary, tuple(sections))
+
+
+def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
+    scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
+    for path in (targets_path, scores_path):
+        if not path.is_file():
+            raise InputError(f"{path}: file not found")
+    try:
+        scores = np.load(scores_path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{scores_path}: not a readable .npy array ({error})") from None
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
+        raise InputError(
+            f"{scores_path}: expected float scores [N, C], got dtype {scores.dtype} "
+            f"shape {scores.shape}"
+        )
+    if np.isnan(scores).any():
+        raise InputError(f"{scores_path}: scores hold NaN")
+    try:
+        targets = np.load(targets_path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{targets_path}: not a readable .npy array ({error})") from None
+    if targets.ndim == 1:
+        labels = read_label_array(targets_path)
+        if labels.max() >= scores.shape[1]:
+            raise InputError(
+                f"{targets_path}: label {labels.max()} but scores have {scores.shape[1]} classes"
+            )
+        targets = np.eye(scores.shape[1], dtype=bool)[labels]
+    if targets.shape != scores.shape:
+        raise InputError(
+            f"{targets_path}: targets have shape {targets.shape} but scores "
+            f"{scores.shape} ({scores_path})"
+        )
+    return targets != 0, scores.astype(np.float32)
+
+
+def _online(args) -> reports.Report:
+    import jax
+
+    from jaxseg.metrics import calibrated_average_precision, mean_average_precision
+
+    targets, scores = _online_arrays(args)
+    num_classes = scores.shape[1]
+    background = (0,) if args.background is None else tuple(args.background)
+    ambiguous = tuple(args.ambiguous)
+    bad = [c for c in (*background, *ambiguous) if not 0 <= c < num_classes]
+    if bad:
+        raise InputError(f"class index {bad[0]} is outside the {num_classes} score columns")
+    options = {
+        "background": tuple(sorted(set(background))),
+        "ambiguous": tuple(sorted(set(ambiguous))),
+    }
+    frames = scores.shape[0]
+    padded = _bucket(frames)  # frame counts repeat across files: fewer compilations
+    mask = np.arange(padded) < frames
+    targets_padded = np.zeros((padded, num_classes), bool)
+    targets_padded[:frames] = targets
+    scores_padded = np.zeros((padded, num_classes), np.float32)
+    scores_padded[:frames] = scores
+    static = ("background", "ambiguous")
+    ap = jax.jit(mean_average_precision, static_argnames=static)(
+        targets_padded, scores_padded, mask=mask, **options
+    )
+    cap = jax.jit(calibrated_average_precision, static_argnames=static)(
+        targets_padded, scores_padded, mask=mask, **options
+    )
+    sections = [
+        reports.Section(
+            "online",
+            "Per-frame mAP and mcAP (%)",
+            ("", "mAP", "mcAP"),
+            (("mean", 100.0 * float(ap.mean), 100.0 * float(cap.mean)),),
+        )
+    ]
+    if args.per_class:
+        rows = tuple(
+            (str(c), int(targets[:, c].sum()), *_percent([ap.per_class[c], cap.per_class[c]]))
+            for c in range(num_classes)
+        )
+        sections.append(
+            reports.Section("per_class", "Per class (%)", ("class", "positives", "AP", "cAP"), rows)
+        )
+    summary = {"frames": int(scores.shape[0]), "classes": num_classes, **options}
+    text = (
+        f"{scores.shape[0]:,} frames, {num_classes} classes; not scored: "
+        f"{', '.join(map(str, options['background'])) or 'none'}; ambiguous: "
+        f"{', '.join(map(str, options['ambiguous'])) or 'none'}"
+    )
+    return reports.Report(text, summary, tuple(sections))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``jaxseg detection``; returns the exit status."""
+    reports.check_output(args.output)
+    report = _online(args) if args.online else _offline(args)
+    text = reports.render(report, args.format, decimals=args.decimals)
+    reports.emit(text, args.output, quiet=args.quiet)
+    return 0

@@ -1,0 +1,177 @@
+"""Dense (pixel / voxel) segmentation metrics from a confusion matrix: accuracy, IoU, Dice.
+
+One confusion matrix per map (the trailing ``spatial_ndim`` axes), counted exactly with one
+scatter-add; dataset-level (mmsegmentation-style pooled) values come from
+``jaxseg.streaming.dense``, which sums these matrices.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxseg._src import checks
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.ranking import ClassScores
+
+
+def _prepare(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    spatial_ndim = checks.static_int("spatial_ndim", spatial_ndim, minimum=1)
+    if ignore_index is not None:
+        ignore_index = checks.static_int("ignore_index", ignore_index)
+    targets = checks.as_int_labels("targets", targets, min_ndim=spatial_ndim)
+    predictions = checks.as_int_labels("predictions", predictions, min_ndim=spatial_ndim)
+    checks.same_shape("targets", targets, "predictions", predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    return targets, predictions, mask, num_classes, ignore_index, spatial_ndim
+
+
+def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_ndim: int):
+    """``int32[..., C, C]`` (rows = target, columns = prediction) of each map.
+
+    Pixels that are not ``valid`` or whose labels lie outside [0, C) are not counted.
+    """
+    batch = targets.shape[: targets.ndim - spatial_ndim]
+    maps = 1
+    for d in batch:
+        maps *= d
+    t = targets.reshape(maps, -1).astype(jnp.int32)
+    p = predictions.reshape(maps, -1).astype(jnp.int32)
+    v = valid.reshape(maps, -1) & (t >= 0) & (t < num_classes) & (p >= 0) & (p < num_classes)
+    cells = num_classes * num_classes
+    offset = jnp.arange(maps, dtype=jnp.int32)[:, None] * cells
+    index = jnp.where(v, offset + t * num_classes + p, maps * cells)
+    counts = jnp.zeros(maps * cells + 1, jnp.int32).at[index.reshape(-1)].add(1)
+    return counts[:-1].reshape(*batch, num_classes, num_classes)
+
+
+def _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
+    targets, predictions, mask, num_classes, ignore_index, spatial_ndim = _prepare(
+        targets, predictions, mask, num_classes, ignore_index, spatial_ndim
+    )
+    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    if ignore_index is not None:
+        valid = valid & (targets != ignore_index)
+    return confusion_matrices(targets, predictions, valid, num_classes, spatial_ndim)
+
+
+def scores_from_confusion(matrix):
+    """``(pixel_accuracy, iou, dice)`` from float32 ``[..., C, C]`` counts (NaN where 0/0)."""
+    tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)
+    fp = jnp.sum(matrix, axis=-2) - tp
+    fn = jnp.sum(matrix, axis=-1) - tp
+    accuracy = safe_divide(jnp.sum(tp, axis=-1), jnp.sum(matrix, axis=(-2, -1)), jnp.nan)
+    iou = safe_divide(tp, tp + fp + fn, jnp.nan)
+    dice = safe_divide(2.0 * tp, 2.0 * tp + fp + fn, jnp.nan)
+    return accuracy, iou, dice
+
+
+def nanmean_classes(per_class) -> ClassScores:
+    """Mean over the classes whose value is defined (mmsegmentation's ``nanmean``)."""
+    defined = ~jnp.isnan(per_class)
+    total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=-1)
+    count = jnp.sum(defined, axis=-1, dtype=jnp.int32).astype(jnp.float32)
+    return ClassScores(per_class, safe_divide(total, count, jnp.nan))
+
+
+_ARGS = """
+    Args:
+      targets: integer ``[..., *S]`` class ids in [0, C) (or ``ignore_index``); ``S`` is the
+        last ``spatial_ndim`` axes (one map: an image ``[H, W]``, a volume or a video).
+      predictions: integer ``[..., *S]`` class ids in [0, C).
+      num_classes: static number of classes C.
+      mask: optional ``bool[..., *S]``, True = valid pixel.
+      ignore_index: static int or None: target value whose pixels are removed (e.g. 255).
+      spatial_ndim: static number of trailing axes forming one map (default 2)."""
+
+
+def pixel_accuracy(
+    targets: jax.typing.ArrayLike,
+    predictions: jax.typing.ArrayLike,
+    *,
+    num_classes: int,
+    mask: jax.typing.ArrayLike | None = None,
+    ignore_index: int | None = None,
+    spatial_ndim: int = 2,
+) -> jax.Array:
+    """Fraction of valid pixels predicted correctly (mmsegmentation's aAcc), per map.
+
+    {args}
+
+    Returns:
+      ``float32[...]`` in [0, 1]; NaN when no pixel is valid.
+
+    >>> pixel_accuracy(jnp.array([[0, 1], [1, 255]]), jnp.array([[0, 1], [0, 0]]),
+    ...                num_classes=2, ignore_index=255).tolist()
+    0.6666666865348816
+
+    Note: labels outside [0, C) are dropped, as in mmsegmentation (precondition: none).
+    """
+    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
+    return scores_from_confusion(matrix.astype(jnp.float32))[0]
+
+
+def iou(
+    targets: jax.typing.ArrayLike,
+    predictions: jax.typing.ArrayLike,
+    *,
+    num_classes: int,
+    mask: jax.typing.ArrayLike | None = None,
+    ignore_index: int | None = None,
+    spatial_ndim: int = 2,
+) -> ClassScores:
+    r"""Per-class intersection over union (Jaccard) and its mean, per map.
+
+    :math:`IoU_c = TP_c / (TP_c + FP_c + FN_c)` from the map's confusion matrix. A class absent
+    from both target and prediction is NaN and left out of the mean; one present in only one
+    of them scores 0.
+
+    {args}
+
+    Returns:
+      :class:`ClassScores`: ``per_class`` ``float32[..., C]`` and ``mean`` ``float32[...]``
+      (NaN if every class is absent).
+
+    >>> result = iou(jnp.array([[0, 0], [1, 1]]), jnp.array([[0, 1], [1, 1]]), num_classes=3)
+    >>> result.per_class.tolist(), float(result.mean)
+    ([0.5, 0.6666666865348816, nan], 0.5833333730697632)
+
+    References:
+      mmsegmentation ``IoUMetric`` (dataset-level pooling is ``jaxseg.streaming.dense``).
+    """
+    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
+    return nanmean_classes(scores_from_confusion(matrix.astype(jnp.float32))[1])
+
+
+def dice(
+    targets: jax.typing.ArrayLike,
+    predictions: jax.typing.ArrayLike,
+    *,
+    num_classes: int,
+    mask: jax.typing.ArrayLike | None = None,
+    ignore_index: int | None = None,
+    spatial_ndim: int = 2,
+) -> ClassScores:
+    r"""Per-class Dice (F1) and its mean, per map.
+
+    :math:`Dice_c = 2 TP_c / (2 TP_c + FP_c + FN_c)`; absent classes as in :func:`iou`.
+
+    {args}
+
+    Returns:
+      :class:`ClassScores`: ``per_class`` ``float32[..., C]`` and ``mean`` ``float32[...]``.
+
+    >>> result = dice(jnp.array([[0, 0], [1, 1]]), jnp.array([[0, 1], [1, 1]]), num_classes=2)
+    >>> result.per_class.tolist()
+    [0.6666666865348816, 0.800000011920929]
+
+    References:
+      mmsegmentation ``IoUMetric`` (``mDice``).
+    """
+    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
+    return nanmean_classes(scores_from_confusion(matrix.astype(jnp.float32))[2])
+
+
+for _fn in (pixel_accuracy, iou, dice):
+    _fn.__doc__ = _fn.__doc__.replace("    {args}", _ARGS.strip("\n"))

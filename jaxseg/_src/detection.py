@@ -1,0 +1,343 @@
+"""Detection metrics: interval / box IoU and ActivityNet (or VOC) mean average precision.
+
+Matching runs inside each video (one ``lax.scan`` over the video's predictions in decreasing
+score order, vectorised over videos and thresholds); AP then needs one sort of all
+predictions by (class, score) and segmented scans, so nothing loops over videos or classes.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxseg._src import batching, checks
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.ranking import (
+    ClassScores,
+    cumulative_count,
+    descending_keys,
+    recall_reaches,
+    suffix_max,
+)
+
+ACTIVITYNET_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+MATCHINGS = ("activitynet", "voc")
+
+
+def _interval_iou(a, b):
+    """``[N, 2]`` x ``[M, 2]`` -> ``[N, M]``."""
+    a0, a1 = a[:, None, 0], a[:, None, 1]
+    b0, b1 = b[None, :, 0], b[None, :, 1]
+    inter = jnp.maximum(jnp.minimum(a1, b1) - jnp.maximum(a0, b0), 0.0)
+    union = (a1 - a0) + (b1 - b0) - inter
+    return safe_divide(inter, union, 0.0)
+
+
+def _box_iou(a, b):
+    """``[N, 4]`` x ``[M, 4]`` (x1, y1, x2, y2) -> ``[N, M]``."""
+    iw = jnp.maximum(
+        jnp.minimum(a[:, None, 2], b[None, :, 2]) - jnp.maximum(a[:, None, 0], b[None, :, 0]), 0.0
+    )
+    ih = jnp.maximum(
+        jnp.minimum(a[:, None, 3], b[None, :, 3]) - jnp.maximum(a[:, None, 1], b[None, :, 1]), 0.0
+    )
+    inter = iw * ih
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a[:, None] + area_b[None, :] - inter
+    return safe_divide(inter, union, 0.0)
+
+
+def _pairwise(name_a, a, name_b, b, width):
+    a = checks.as_float(name_a, a, min_ndim=2)
+    b = checks.as_float(name_b, b, min_ndim=2)
+    for name, x in ((name_a, a), (name_b, b)):
+        if x.shape[-1] != width:
+            raise ValueError(f"{name} must have shape [..., N, {width}], got {x.shape}.")
+    fn = _interval_iou if width == 2 else _box_iou
+    return batching.lift(fn, (a, b), (2, 2))
+
+
+def temporal_iou(segments_a: jax.typing.ArrayLike, segments_b: jax.typing.ArrayLike) -> jax.Array:
+    r"""Pairwise temporal IoU of two sets of intervals.
+
+    :math:`tIoU = \max(0, \min(e_a, e_b) - \max(s_a, s_b)) / (|a| + |b| - \cap)`, in
+    continuous time (ActivityNet's ``segment_iou``); 0 when the union is 0.
+
+    Args:
+      segments_a: float ``[..., N, 2]`` (start, end).
+      segments_b: float ``[..., M, 2]`` (start, end).
+
+    Returns:
+      ``float32[..., N, M]`` in [0, 1].
+
+    >>> temporal_iou(jnp.array([[0.0, 2.0]]), jnp.array([[1.0, 3.0], [5.0, 6.0]])).tolist()
+    [[0.3333333432674408, 0.0]]
+    """
+    return _pairwise("segments_a", segments_a, "segments_b", segments_b, 2)
+
+
+def box_iou(boxes_a: jax.typing.ArrayLike, boxes_b: jax.typing.ArrayLike) -> jax.Array:
+    """Pairwise IoU of two sets of axis-aligned boxes ``(x1, y1, x2, y2)``.
+
+    Continuous coordinates: area = (x2 - x1)(y2 - y1), 0 when the union is 0.
+
+    Args:
+      boxes_a: float ``[..., N, 4]``.
+      boxes_b: float ``[..., M, 4]``.
+
+    Returns:
+      ``float32[..., N, M]`` in [0, 1].
+
+    >>> box_iou(jnp.array([[0.0, 0.0, 2.0, 2.0]]), jnp.array([[1.0, 0.0, 3.0, 2.0]])).tolist()
+    [[0.3333333432674408]]
+
+    Note: the VOC devkit and rafaelpadilla's Evaluator add 1 to widths and heights (pixel
+    indices); shift ``x2, y2`` by 1 to reproduce them.
+    """
+    return _pairwise("boxes_a", boxes_a, "boxes_b", boxes_b, 4)
+
+
+class Matches(NamedTuple):
+    """Per-prediction outcome of matching, flattened over videos (``V * P`` entries)."""
+
+    label: jax.Array  # int32 [V*P]; num_classes for invalid predictions
+    score: jax.Array  # float32 [V*P]
+    true_positive: jax.Array  # bool [V*P, K]
+    num_positives: jax.Array  # int32 [C]: valid ground-truth instances per class
+
+
+def match_detections(
+    gt_boxes,
+    gt_labels,
+    gt_mask,
+    pred_boxes,
+    pred_labels,
+    pred_scores,
+    pred_mask,
+    *,
+    num_classes,
+    thresholds,
+    matching,
+) -> Matches:
+    """Greedy matching of one dataset ``[V, ...]`` at every threshold (ActivityNet or VOC)."""
+    iou_fn = _interval_iou if gt_boxes.shape[-1] == 2 else _box_iou
+    num_videos, num_preds = pred_labels.shape
+    iou = jax.vmap(iou_fn)(pred_boxes, gt_boxes)  # [V, P, G]
+    pred_labels, gt_labels = pred_labels.astype(jnp.int32), gt_labels.astype(jnp.int32)
+    same = (pred_labels[:, :, None] == gt_labels[:, None, :]) & gt_mask[:, None, :]
+    iou = jnp.where(same, iou, -1.0)
+    # Decreasing score inside each video (ties: input order), invalid predictions last.
+    invalid = (~pred_mask).astype(jnp.int32)
+    index = lax.broadcasted_iota(jnp.int32, pred_labels.shape, 1)
+    _, _, order = lax.sort(
+        (invalid, descending_keys(pred_scores), index), num_keys=2, is_stable=True
+    )
+    iou = jnp.take_along_axis(iou, order[:, :, None], axis=1)
+    thresholds = jnp.asarray(thresholds, jnp.float32)
+
+    def step(locked, iou_p):  # locked: bool [V, K, G]; iou_p: [V, G]
+        value = iou_p[:, None, :]
+        reaches = value >= thresholds[None, :, None]
+        if matching == "activitynet":
+            candidate = reaches & ~locked
+            best = jnp.argmax(jnp.where(candidate, value, -2.0), axis=-1)
+            hit = jnp.any(candidate, axis=-1)
+        else:  # VOC: only the best ground truth is tried; taken means FP
+            best = jnp.broadcast_to(jnp.argmax(iou_p, axis=-1)[:, None], locked.shape[:2])
+            hit = jnp.take_along_axis(reaches & ~locked, best[..., None], axis=-1)[..., 0]
+        take = jax.nn.one_hot(best, locked.shape[-1], dtype=bool) & hit[..., None]
+        return locked | take, hit
+
+    locked = jnp.zeros((num_videos, thresholds.shape[0], gt_labels.shape[1]), bool)
+    _, hits = lax.scan(step, locked, jnp.swapaxes(iou, 0, 1))  # [P, V, K]
+    hits = jnp.swapaxes(hits, 0, 1)
+    labels = jnp.take_along_axis(pred_labels, order, axis=1)
+    valid = jnp.take_along_axis(pred_mask, order, axis=1)
+    labels = jnp.where(valid, labels, num_classes)
+    scores = jnp.take_along_axis(pred_scores, order, axis=1)
+    gt_count = jax.ops.segment_sum(
+        gt_mask.reshape(-1).astype(jnp.int32),
+        gt_labels.reshape(-1),
+        num_segments=num_classes,
+    )
+    return Matches(
+        labels.reshape(-1),
+        scores.reshape(-1),
+        (hits & valid[..., None]).reshape(num_videos * num_preds, -1),
+        gt_count,
+    )
+
+
+def class_average_precision(matches: Matches, *, num_classes, interpolation) -> jax.Array:
+    """AP ``[C, K]`` from matched predictions; NaN for classes without ground truth."""
+    labels, scores, tp, npos = matches
+    n = labels.shape[0]
+    order = lax.sort(
+        (labels, descending_keys(scores), lax.iota(jnp.int32, n)), num_keys=2, is_stable=True
+    )[2]
+    labels = labels[order]
+    tp = tp[order].astype(jnp.int32)  # [N, K]
+    valid = labels < num_classes
+    count = jax.ops.segment_sum(valid.astype(jnp.int32), labels, num_segments=num_classes + 1)
+    start = jnp.cumsum(count) - count  # first sorted index of each class
+    position = lax.iota(jnp.int32, n)
+    rank = position - start[labels] + 1
+    cum = cumulative_count(tp.T).T
+    before = jnp.where((start[labels] > 0)[:, None], cum[jnp.maximum(start[labels] - 1, 0)], 0)
+    tp_cum = cum - before
+    precision = jnp.where(
+        valid[:, None], tp_cum.astype(jnp.float32) / rank.astype(jnp.float32)[:, None], 0.0
+    )
+    is_end = jnp.concatenate([labels[1:] != labels[:-1], jnp.ones((1,), bool)])
+    envelope = suffix_max(precision.T, jnp.broadcast_to(is_end, precision.T.shape)).T
+    npos_f = npos.astype(jnp.float32)[:, None]
+    if interpolation == "all_point":
+        total = jax.ops.segment_sum(
+            jnp.where(tp > 0, envelope, 0.0), labels, num_segments=num_classes + 1
+        )[:num_classes]
+        ap = safe_divide(total, npos_f, 0.0)
+    else:
+        npos_of = jnp.concatenate([npos, jnp.zeros((1,), jnp.int32)])[labels][:, None]
+        values = []
+        for tenth in range(11):
+            below = valid[:, None] & ~recall_reaches(tp_cum, npos_of, tenth)
+            first = jax.ops.segment_sum(
+                below.astype(jnp.int32), labels, num_segments=num_classes + 1
+            )[:num_classes]
+            reached = first < count[:num_classes, None]
+            index = jnp.minimum(start[:num_classes, None] + first, max(n - 1, 0))
+            picked = jnp.take_along_axis(envelope, index, axis=0) if n else first * 0.0
+            values.append(jnp.where(reached, picked, 0.0))
+        ap = sum(values[1:], values[0]) / 11.0
+    return jnp.where(npos[:, None] > 0, ap, jnp.nan)
+
+
+def static_iou_thresholds(value) -> tuple[float, ...]:
+    """``value`` as a non-empty tuple of floats in (0, 1]."""
+    if isinstance(value, (int, float)):
+        value = (value,)
+    value = tuple(float(v) for v in value)
+    if not value or not all(0.0 < v <= 1.0 for v in value):
+        raise ValueError(f"iou_thresholds must be a non-empty tuple in (0, 1], got {value!r}.")
+    return value
+
+
+def detection_average_precision(
+    gt_boxes: jax.typing.ArrayLike,
+    gt_labels: jax.typing.ArrayLike,
+    pred_boxes: jax.typing.ArrayLike,
+    pred_labels: jax.typing.ArrayLike,
+    pred_scores: jax.typing.ArrayLike,
+    *,
+    num_classes: int,
+    iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
+    gt_mask: jax.typing.ArrayLike | None = None,
+    pred_mask: jax.typing.ArrayLike | None = None,
+    interpolation: str = "all_point",
+    matching: str = "activitynet",
+) -> ClassScores:
+    """Detection AP per class at each IoU threshold, and mAP, over a dataset of videos/images.
+
+    ActivityNet's ``compute_average_precision_detection``: per class, predictions in decreasing
+    score order each take the highest-IoU ground truth of the same video and class that is
+    still free at that threshold (falling through taken ones); a match needs IoU >= threshold;
+    AP interpolates all points (VOC2010). ``matching="voc"`` tries only the highest-IoU ground
+    truth (PASCAL VOC: a taken one makes the prediction a duplicate FP). Boxes ``[..., 4]`` use
+    :func:`box_iou`, intervals ``[..., 2]`` :func:`temporal_iou`.
+
+    Args:
+      gt_boxes: float ``[..., V, G, 2]`` intervals or ``[..., V, G, 4]`` boxes.
+      gt_labels: integer ``[..., V, G]`` in [0, num_classes).
+      pred_boxes: float ``[..., V, P, 2 or 4]``.
+      pred_labels: integer ``[..., V, P]`` in [0, num_classes).
+      pred_scores: float ``[..., V, P]`` (no NaN).
+      num_classes: static number of classes C.
+      iou_thresholds: static tuple of K thresholds in (0, 1]; default ActivityNet's
+        0.5:0.05:0.95.
+      gt_mask: optional ``bool[..., V, G]``, True = real ground-truth instance.
+      pred_mask: optional ``bool[..., V, P]``, True = real prediction.
+      interpolation: static ``"all_point"`` (default) or ``"11point"`` (VOC2007).
+      matching: static ``"activitynet"`` (default, fall-through) or ``"voc"``.
+
+    Returns:
+      :class:`ClassScores`: ``per_class`` ``float32[..., C, K]`` (NaN for a class without
+      ground truth; 0 for one with ground truth and no prediction) and ``mean``
+      ``float32[..., K]`` over the classes with ground truth (NaN if none).
+
+    >>> gt = jnp.array([[[0.0, 10.0], [20.0, 30.0]]])
+    >>> pred = jnp.array([[[0.0, 9.0], [21.0, 30.0], [0.0, 10.0]]])
+    >>> result = detection_average_precision(
+    ...     gt, jnp.array([[0, 1]]), pred, jnp.array([[0, 1, 0]]), jnp.array([[0.9, 0.8, 0.7]]),
+    ...     num_classes=2, iou_thresholds=(0.5, 0.95))
+    >>> result.per_class.tolist()
+    [[1.0, 0.5], [1.0, 0.0]]
+
+    References:
+      Caba Heilbron et al., "ActivityNet", CVPR 2015 (``Evaluation/eval_detection.py``);
+      Everingham et al., "The PASCAL VOC Challenge", IJCV 2010.
+
+    Notes: the anchors order tied scores and tied IoUs arbitrarily (unstable argsort); here ties
+    keep the input order (video, then index) and the lower ground-truth index. IoUs are
+    float32, so a tIoU within ~1e-7 of a threshold may be decided differently from float64.
+    A prediction whose class has no ground truth counts nowhere (ActivityNet raises KeyError).
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    thresholds = static_iou_thresholds(iou_thresholds)
+    interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
+    matching = checks.static_choice("matching", matching, MATCHINGS)
+    gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
+    pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
+    width = gt_boxes.shape[-1]
+    if width not in (2, 4) or pred_boxes.shape[-1] != width:
+        raise ValueError(
+            f"gt_boxes and pred_boxes must end in the same size 2 (intervals) or 4 (boxes), "
+            f"got {gt_boxes.shape} and {pred_boxes.shape}."
+        )
+    gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
+    pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
+    pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
+    if gt_labels.shape != gt_boxes.shape[:-1]:
+        raise ValueError(f"gt_labels must have shape {gt_boxes.shape[:-1]}, got {gt_labels.shape}.")
+    for name, x in (("pred_labels", pred_labels), ("pred_scores", pred_scores)):
+        if x.shape != pred_boxes.shape[:-1]:
+            raise ValueError(f"{name} must have shape {pred_boxes.shape[:-1]}, got {x.shape}.")
+    if gt_boxes.shape[:-2] != pred_boxes.shape[:-2]:
+        raise ValueError(
+            f"gt_boxes [..., V, G, D] and pred_boxes [..., V, P, D] must share [..., V], got "
+            f"{gt_boxes.shape} and {pred_boxes.shape}."
+        )
+    gt_mask = checks.as_mask(gt_mask, gt_labels.shape, "gt_mask")
+    pred_mask = checks.as_mask(pred_mask, pred_labels.shape, "pred_mask")
+    gt_mask = jnp.ones(gt_labels.shape, bool) if gt_mask is None else gt_mask
+    pred_mask = jnp.ones(pred_labels.shape, bool) if pred_mask is None else pred_mask
+
+    def one_dataset(gb, gl, gm, pb, pl, ps, pm):
+        matches = match_detections(
+            gb,
+            gl,
+            gm,
+            pb,
+            pl,
+            ps,
+            pm,
+            num_classes=num_classes,
+            thresholds=thresholds,
+            matching=matching,
+        )
+        per_class = class_average_precision(
+            matches, num_classes=num_classes, interpolation=interpolation
+        )
+        defined = ~jnp.isnan(per_class)
+        total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=0)
+        count = jnp.sum(defined, axis=0, dtype=jnp.int32).astype(jnp.float32)
+        return ClassScores(per_class, safe_divide(total, count, jnp.nan))
+
+    return batching.lift(
+        one_dataset,
+        (gt_boxes, gt_labels, gt_mask, pred_boxes, pred_labels, pred_scores, pred_mask),
+        (3, 2, 2, 3, 2, 2, 2),
+    )

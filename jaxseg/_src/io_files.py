@@ -1,0 +1,410 @@
+"""Reading action-segmentation datasets from files (MS-TCN layout, label files, ``.npy`` arrays).
+
+Every problem with the user's files raises :class:`InputError`, whose message is one line that
+names the file (and the line, where there is one). Nothing here imports JAX.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+_LABEL_SUFFIXES = (".txt", ".npy")
+
+
+class InputError(ValueError):
+    """A problem with the user's input files; the message names the file (and line)."""
+
+
+class SegmentationDataset(NamedTuple):
+    """Frame labels of the videos of a dataset, as class indices.
+
+    Attributes:
+      names: video names (file names without ``.txt``/``.npy``), in evaluation order.
+      targets: one int32 array ``[T_i]`` of ground-truth class indices per video.
+      predictions: one int32 array ``[T_i]`` of predicted class indices per video.
+      class_names: name of each class index ``0..C-1`` (``str(i)`` when there is no mapping).
+    """
+
+    names: tuple[str, ...]
+    targets: tuple[np.ndarray, ...]
+    predictions: tuple[np.ndarray, ...]
+    class_names: tuple[str, ...]
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read {what}: {error.strerror}") from None
+
+
+def _decode_text(path: Path, data: bytes, what: str) -> str:
+    """Returns ``data`` as text, rejecting binary content."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{path}: {what} is not a text file (NUL byte at offset {nul})")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{path}: {what} is not a UTF-8 text file (invalid byte at offset {error.start})"
+        ) from None
+
+
+def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
+    """Reads a ``mapping.txt`` (one ``index name`` pair per line) into the class names.
+
+    Indices must be the integers ``0..C-1``, each once, in any order; names must be unique.
+
+    Args:
+      path: the mapping file.
+
+    Returns:
+      The class names, ``names[i]`` being the name of class index ``i``.
+
+    Raises:
+      InputError: naming the file and line of the first problem.
+
+    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> read_mapping(DEMO_DIRECTORY / "mapping.txt")[:4]
+    ('take', 'open', 'pour', 'close')
+    """
+    path = Path(path)
+    text = _decode_text(path, _read_bytes(path, "mapping file"), "mapping file")
+    by_index: dict[int, str] = {}
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or not fields[0].isdigit():
+            raise InputError(f"{path}:{number}: expected 'index name', got {line.strip()!r}")
+        index, name = int(fields[0]), fields[1]
+        if index in by_index:
+            raise InputError(f"{path}:{number}: index {index} appears twice")
+        if name in first_line:
+            raise InputError(
+                f"{path}:{number}: name {name!r} appears twice (first on line {first_line[name]})"
+            )
+        by_index[index] = name
+        first_line[name] = number
+    if not by_index:
+        raise InputError(f"{path}: mapping file is empty")
+    missing = sorted(set(range(len(by_index))) - set(by_index))
+    if missing:
+        raise InputError(
+            f"{path}: indices must be 0..{len(by_index) - 1}, but {missing[0]} is missing"
+        )
+    return tuple(by_index[i] for i in range(len(by_index)))
+
+
+def _locate_token(text: str, position: int) -> tuple[int, int]:
+    """Returns the (line, frame) of the ``position``-th label of a label file (both 1-based)."""
+    seen = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if seen + len(fields) > position:
+            return number, position + 1
+        seen += len(fields)
+    raise AssertionError("position beyond the last label")
+
+
+def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> np.ndarray:
+    """Reads a text file of per-frame label names into class indices.
+
+    Two formats are recognised: one label per line (ground truth, most predictions), and the
+    MS-TCN results format, a header line beginning with ``#`` followed by labels separated by
+    spaces. Labels may be separated by any whitespace in both.
+
+    Args:
+      path: the label file.
+      class_index: maps each label name to its class index (see :func:`read_mapping`).
+
+    Returns:
+      int32 array ``[T]`` of class indices, ``T >= 1``.
+
+    Raises:
+      InputError: missing, empty or binary file, or a label name not in ``class_index``
+        (naming the line and frame).
+
+    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> names = read_mapping(DEMO_DIRECTORY / "mapping.txt")
+    >>> index = {name: i for i, name in enumerate(names)}
+    >>> labels = read_label_text(DEMO_DIRECTORY / "predictions" / "S1_Tea_C1", index)
+    >>> labels.dtype, [names[i] for i in labels[20:23]]
+    (dtype('int32'), ['background', 'take', 'take'])
+    """
+    path = Path(path)
+    data = _read_bytes(path, "label file")
+    if b"\0" in data:
+        _decode_text(path, data, "label file")
+    body = data.lstrip()
+    first_line = 1 + data[: len(data) - len(body)].count(b"\n")
+    if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
+        newline = body.find(b"\n")
+        body = b"" if newline < 0 else body[newline + 1 :]
+        first_line += 1
+    tokens = body.split()
+    if not tokens:
+        raise InputError(f"{path}: empty file (no labels)")
+    lookup = {name.encode(): index for name, index in class_index.items()}
+    try:
+        return np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+    except KeyError as error:
+        text = _decode_text(path, body, "label file")
+        unknown = error.args[0]
+        line, frame = _locate_token(text, tokens.index(unknown))
+        raise InputError(
+            f"{path}:{first_line + line - 1}: unknown label {unknown.decode()!r} (frame {frame}); "
+            f"known labels: {_preview(class_index)}"
+        ) from None
+
+
+def _preview(names: Mapping[str, int] | Sequence[str], limit: int = 8) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def read_label_array(path: str | os.PathLike) -> np.ndarray:
+    """Reads a ``.npy`` file of per-frame class indices ``[T]`` or scores ``[T, C]`` (argmax).
+
+    Args:
+      path: the ``.npy`` file (no pickles are loaded).
+
+    Returns:
+      int32 array ``[T]`` of class indices (not yet checked against a number of classes).
+
+    Raises:
+      InputError: unreadable file, wrong rank or dtype, empty array, negative labels, NaN scores.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: label file not found")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: not a readable .npy array ({error})") from None
+    if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
+        if array.shape[1] == 0 or np.isnan(array).any():
+            raise InputError(f"{path}: score array [T, C] must have C >= 1 and no NaN")
+        array = np.argmax(array, axis=1)
+    if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.dtype == bool):
+        raise InputError(
+            f"{path}: expected integer labels [T] or float scores [T, C], "
+            f"got dtype {array.dtype} shape {array.shape}"
+        )
+    if array.size == 0:
+        raise InputError(f"{path}: empty array (no frames)")
+    if array.min() < 0:
+        frame = int(np.argmax(array < 0))
+        raise InputError(f"{path}: negative label {array[frame]} at frame {frame + 1}")
+    return array.astype(np.int32)
+
+
+def read_labels(path: str | os.PathLike, class_index: Mapping[str, int] | None) -> np.ndarray:
+    """Reads one video's labels: a ``.npy`` array, or a text file of names (needs the mapping)."""
+    path = Path(path)
+    if path.suffix == ".npy":
+        return read_label_array(path)
+    if class_index is None:
+        raise InputError(f"{path}: text label files need a mapping file (--mapping)")
+    return read_label_text(path, class_index)
+
+
+def video_name(path: Path) -> str:
+    """The video a label file belongs to: its name without a ``.txt``/``.npy`` suffix."""
+    return path.stem if path.suffix in _LABEL_SUFFIXES else path.name
+
+
+def _label_files(folder: Path, what: str) -> dict[str, Path]:
+    if not folder.is_dir():
+        raise InputError(f"{folder}: {what} folder not found")
+    files: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        name = video_name(path)
+        if name in files:
+            raise InputError(f"{path}: two files for video {name!r} (also {files[name].name})")
+        files[name] = path
+    if not files:
+        raise InputError(f"{folder}: {what} folder has no files")
+    return files
+
+
+def read_split(path: str | os.PathLike) -> tuple[str, ...]:
+    """Reads a split/bundle file listing one video per line (``.txt`` suffixes allowed)."""
+    path = Path(path)
+    text = _decode_text(path, _read_bytes(path, "split file"), "split file")
+    names: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name = video_name(Path(line.strip()))
+        if name in names:
+            raise InputError(
+                f"{path}:{number}: video {name!r} is listed twice (first on line {names[name]})"
+            )
+        names[name] = number
+    if not names:
+        raise InputError(f"{path}: split file lists no videos")
+    return tuple(names)
+
+
+def _listing(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def pair_files(
+    ground_truth: Path, predictions: Path, split: Sequence[str] | None
+) -> list[tuple[str, Path, Path]]:
+    """Pairs ground-truth and prediction files by video name.
+
+    With a split, exactly the listed videos are evaluated (each needs both files; other files
+    are ignored, as in MS-TCN). Without one, both folders must hold the same videos.
+
+    Returns:
+      ``(name, ground_truth_file, prediction_file)`` per video, in split or sorted order.
+    """
+    truth = _label_files(ground_truth, "ground-truth")
+    predicted = _label_files(predictions, "predictions")
+    if split is not None:
+        no_truth = [name for name in split if name not in truth]
+        no_prediction = [name for name in split if name not in predicted]
+        if no_truth:
+            raise InputError(
+                f"{ground_truth}: no ground truth for {len(no_truth)} video(s) of the split: "
+                f"{_listing(no_truth)}"
+            )
+        if no_prediction:
+            raise InputError(
+                f"{predictions}: no prediction for {len(no_prediction)} video(s) of the split: "
+                f"{_listing(no_prediction)}"
+            )
+        names = list(split)
+    else:
+        no_truth = sorted(set(predicted) - set(truth))
+        no_prediction = sorted(set(truth) - set(predicted))
+        if no_truth:
+            raise InputError(
+                f"{predictions}: {len(no_truth)} prediction(s) without ground truth in "
+                f"{ground_truth}: {_listing(no_truth)}"
+            )
+        if no_prediction:
+            raise InputError(
+                f"{ground_truth}: {len(no_prediction)} ground-truth file(s) without prediction "
+                f"in {predictions}: {_listing(no_prediction)} (use --split to evaluate a subset)"
+            )
+        names = sorted(truth)
+    return [(name, truth[name], predicted[name]) for name in names]
+
+
+def find_mapping(ground_truth: Path) -> Path | None:
+    """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any."""
+    for candidate in (ground_truth / "mapping.txt", ground_truth.parent / "mapping.txt"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _check_in_range(path: Path, labels: np.ndarray, mapping, num_classes: int) -> None:
+    """Raises unless every label (from a ``.npy`` file) is a class index of the mapping."""
+    if labels.max() >= num_classes:
+        frame = int(np.argmax(labels >= num_classes))
+        raise InputError(
+            f"{path}: label {labels[frame]} at frame {frame + 1} is not a class of {mapping} "
+            f"(0..{num_classes - 1})"
+        )
+
+
+def load_segmentation_dataset(
+    ground_truth: str | os.PathLike,
+    predictions: str | os.PathLike,
+    *,
+    mapping: str | os.PathLike | None = None,
+    split: str | os.PathLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SegmentationDataset:
+    """Reads the ground truth and predictions of an action-segmentation dataset.
+
+    Layout (MS-TCN): ``ground_truth`` holds one file per video (``<video>.txt``, one label name
+    per frame, or ``<video>.npy``); ``predictions`` holds one file per video (``<video>``,
+    ``<video>.txt`` or ``<video>.npy``; text either one label per line or the MS-TCN results
+    format). ``mapping.txt`` is looked up beside and above ``ground_truth`` unless given.
+
+    Args:
+      ground_truth: folder of ground-truth files.
+      predictions: folder of prediction files.
+      mapping: ``index name`` file; default: found next to ``ground_truth``. Needed for text.
+      split: optional split/bundle file naming the videos to evaluate.
+      progress: called with (videos read so far, videos in all) after each video.
+
+    Returns:
+      A :class:`SegmentationDataset`; every label is checked to be within the classes.
+
+    Raises:
+      InputError: for any problem with the files, naming the file (and line).
+
+    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> data = load_segmentation_dataset(
+    ...     DEMO_DIRECTORY / "groundTruth", DEMO_DIRECTORY / "predictions")
+    >>> len(data.names), data.names[0], data.class_names[-1], data.targets[0].shape
+    (28, 'S1_Cheese_C1', 'background', (579,))
+    """
+    ground_truth, predictions = Path(ground_truth), Path(predictions)
+    if mapping is None:
+        mapping = find_mapping(ground_truth)
+    class_names = read_mapping(mapping) if mapping is not None else None
+    class_index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
+    videos = pair_files(ground_truth, predictions, None if split is None else read_split(split))
+    targets, outputs = [], []
+    for count, (name, truth_file, prediction_file) in enumerate(videos, start=1):
+        target = read_labels(truth_file, class_index)
+        prediction = read_labels(prediction_file, class_index)
+        if class_names is not None:
+            _check_in_range(truth_file, target, mapping, len(class_names))
+            _check_in_range(prediction_file, prediction, mapping, len(class_names))
+        if target.shape != prediction.shape:
+            raise InputError(
+                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
+                f"{target.size} ground-truth frames ({truth_file})"
+            )
+        targets.append(target)
+        outputs.append(prediction)
+        if progress is not None:
+            progress(count, len(videos))
+    if class_names is None:
+        num_classes = 1 + max(int(labels.max()) for labels in (*targets, *outputs))
+        class_names = tuple(str(i) for i in range(num_classes))
+    return SegmentationDataset(
+        names=tuple(name for name, _, _ in videos),
+        targets=tuple(targets),
+        predictions=tuple(outputs),
+        class_names=tuple(class_names),
+    )
+
+
+def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
+    """Writes ``content`` to ``path`` all at once: a temporary file beside it, then a rename."""
+    path = Path(path)
+    data = content.encode() if isinstance(content, str) else content
+    if not path.parent.is_dir():
+        raise InputError(f"{path}: output folder {path.parent} does not exist")
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,207 @@
+"""Pictures of segmentation results (matplotlib, imported only when a picture is drawn).
+
+Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global state) and written
+as PNG with the Agg renderer, so they work on machines without a display. Each function
+returns the figure and, given ``path``, also writes it; the pixel size is ``figsize * dpi``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+BACKGROUND_COLOR = "#d9d9d9"
+
+
+def _matplotlib():
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError(
+            "jaxseg's pictures need matplotlib: pip install 'jaxseg[plot]' (or matplotlib)"
+        ) from None
+    return matplotlib, Figure
+
+
+def class_colors(num_classes: int, *, background: Sequence[int] = ()) -> list[str]:
+    """One colour per class, the same in every picture (tab20, 20b, 20c), background in grey.
+
+    Args:
+      num_classes: number of classes C.
+      background: class indices drawn in light grey.
+
+    Returns:
+      C colours as ``#rrggbb`` strings (repeating after 60 action classes).
+    """
+    matplotlib, _ = _matplotlib()
+    pairs = matplotlib.colormaps["tab20"].colors  # dark/light pairs: all darks first
+    cycle = [
+        matplotlib.colors.to_hex(color)
+        for color in (
+            *pairs[0::2],
+            *pairs[1::2],
+            *matplotlib.colormaps["tab20b"].colors,
+            *matplotlib.colormaps["tab20c"].colors,
+        )
+    ]
+    colors, action = [], 0
+    for index in range(num_classes):
+        if index in background:
+            colors.append(BACKGROUND_COLOR)
+        else:
+            colors.append(cycle[action % len(cycle)])
+            action += 1
+    return colors
+
+
+def _save(figure, path: str | os.PathLike | None, dpi: int):
+    if path is not None:
+        figure.savefig(os.fspath(path), dpi=dpi, format="png")
+    return figure
+
+
+def timeline(
+    target: np.ndarray,
+    prediction: np.ndarray,
+    *,
+    class_names: Sequence[str],
+    background: Sequence[int] = (),
+    title: str | None = None,
+    path: str | os.PathLike | None = None,
+    figsize: tuple[float, float] = (10.0, 2.4),
+    dpi: int = 100,
+):
+    """Barcode picture of one video: ground truth above, prediction below, one colour per class.
+
+    Args:
+      target: int ``[T]`` ground-truth class indices.
+      prediction: int ``[T]`` predicted class indices.
+      class_names: the C class names (the legend shows the classes that occur).
+      background: class indices drawn in grey.
+      title: shown above the picture (e.g. the video name).
+      path: if given, the PNG is written there.
+      figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
+      dpi: pixels per inch.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+    """
+    matplotlib, Figure = _matplotlib()
+    colors = class_colors(len(class_names), background=background)
+    rows = np.stack([np.asarray(target), np.asarray(prediction)])
+    figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    axes = figure.add_subplot()
+    cmap = matplotlib.colors.ListedColormap(colors)
+    axes.imshow(
+        rows,
+        aspect="auto",
+        interpolation="nearest",
+        cmap=cmap,
+        vmin=-0.5,
+        vmax=len(colors) - 0.5,
+        extent=(0, rows.shape[1], 1.5, -0.5),
+    )
+    axes.set_yticks([0, 1], ["ground truth", "prediction"])
+    axes.set_xlabel("frame")
+    if title:
+        axes.set_title(title, fontsize="medium")
+    present = np.unique(rows)
+    handles = [matplotlib.patches.Patch(color=colors[c], label=class_names[c]) for c in present]
+    figure.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
+    return _save(figure, path, dpi)
+
+
+def class_scores(
+    class_names: Sequence[str],
+    scores: dict[str, Sequence[float]],
+    *,
+    title: str | None = None,
+    path: str | os.PathLike | None = None,
+    figsize: tuple[float, float] = (10.0, 4.0),
+    dpi: int = 100,
+):
+    """Grouped bar chart of per-class scores in percent (e.g. frame F1 and accuracy).
+
+    Args:
+      class_names: the C class names (x axis).
+      scores: series name -> C values in percent; NaN (class absent) draws no bar.
+      title: shown above the chart.
+      path: if given, the PNG is written there.
+      figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
+      dpi: pixels per inch.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+    """
+    _, Figure = _matplotlib()
+    figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    axes = figure.add_subplot()
+    positions = np.arange(len(class_names))
+    width = 0.8 / max(len(scores), 1)
+    for number, (label, values) in enumerate(scores.items()):
+        offset = (number - (len(scores) - 1) / 2) * width
+        axes.bar(positions + offset, np.nan_to_num(values, nan=0.0), width, label=label)
+    axes.set_xticks(positions, class_names, rotation=60, ha="right", fontsize="small")
+    axes.set_ylim(0, 100)
+    axes.set_ylabel("%")
+    axes.legend(fontsize="small")
+    if title:
+        axes.set_title(title, fontsize="medium")
+    return _save(figure, path, dpi)
+
+
+def confusion(
+    matrix: np.ndarray,
+    *,
+    class_names: Sequence[str],
+    title: str | None = None,
+    path: str | os.PathLike | None = None,
+    figsize: tuple[float, float] = (8.0, 7.0),
+    dpi: int = 100,
+):
+    """Heatmap of a confusion matrix, each row normalised to the fraction of its true frames.
+
+    Args:
+      matrix: int ``[C, C]`` counts, rows = ground truth, columns = prediction.
+      class_names: the C class names.
+      title: shown above the heatmap.
+      path: if given, the PNG is written there.
+      figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
+      dpi: pixels per inch.
+
+    Returns:
+      The ``matplotlib.figure.Figure``; rows without frames are left blank. Cells are
+      annotated with percentages when C <= 20.
+    """
+    _, Figure = _matplotlib()
+    matrix = np.asarray(matrix, dtype=np.float64)
+    totals = matrix.sum(axis=1, keepdims=True)
+    fractions = np.divide(matrix, totals, out=np.full_like(matrix, np.nan), where=totals > 0)
+    figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    axes = figure.add_subplot()
+    image = axes.imshow(fractions, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+    ticks = np.arange(len(class_names))
+    axes.set_xticks(ticks, class_names, rotation=60, ha="right", fontsize="small")
+    axes.set_yticks(ticks, class_names, fontsize="small")
+    axes.set_xlabel("prediction")
+    axes.set_ylabel("ground truth")
+    if len(class_names) <= 20:
+        for (row, column), value in np.ndenumerate(fractions):
+            if value >= 0.005:
+                color = "white" if value > 0.6 else "black"
+                axes.text(
+                    column,
+                    row,
+                    f"{100 * value:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color=color,
+                )
+    figure.colorbar(image, ax=axes, label="fraction of true frames")
+    if title:
+        axes.set_title(title, fontsize="medium")
+    return _save(figure, path, dpi)

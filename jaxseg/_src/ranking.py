@@ -1,0 +1,611 @@
+"""Ranking metrics: average precision (step, VOC 11-point, all-point), calibrated AP, top-k.
+
+Every score is ranked exactly: a float32 score becomes an int32 key with the same order, ties
+are explicit (equal keys), and counts are int32 cumulative sums. Only the final ratios are
+float32, and sums of ratios use a pairwise tree, so results match float64 references to ~1e-7.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxseg._src import checks
+from jaxseg._src.numerics import safe_divide
+
+INTERPOLATIONS = ("step", "11point", "all_point")
+_SENTINEL = 0xFFFFFFFF
+
+
+class ClassScores(NamedTuple):
+    """A metric per class and its mean over the classes where it is defined.
+
+    Attributes:
+      per_class: ``float32[..., C]`` (or ``[..., C, K]``); NaN where undefined or not scored.
+      mean: ``float32[...]`` (or ``[..., K]``): mean over the non-NaN classes, NaN if none.
+    """
+
+    per_class: jax.Array
+    mean: jax.Array
+
+
+class PrecisionRecallCurve(NamedTuple):
+    """Precision and recall at every distinct score threshold, in a fixed-size table.
+
+    Attributes:
+      precision: ``float32[..., N]``, precision when predicting positive for scores >= threshold.
+      recall: ``float32[..., N]``, recall at that threshold (NaN without positives).
+      thresholds: ``float32[..., N]``, the scores in decreasing order.
+      valid: ``bool[..., N]``, True at the last entry of each group of tied scores (one entry
+        per distinct threshold); other entries are padding.
+    """
+
+    precision: jax.Array
+    recall: jax.Array
+    thresholds: jax.Array
+    valid: jax.Array
+
+
+# --------------------------------------------------------------------------------------------
+# Exact ranking of rows
+# --------------------------------------------------------------------------------------------
+def descending_keys(scores: jax.Array) -> jax.Array:
+    """int32 keys whose ascending order is the decreasing order of float32 ``scores``.
+
+    ``-0.0`` and ``0.0`` get the same key; NaN is not supported (precondition).
+    """
+    scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores).astype(jnp.float32)
+    bits = lax.bitcast_convert_type(scores, jnp.int32)
+    ascending = jnp.where(bits < 0, bits ^ jnp.int32(0x7FFFFFFF), bits)
+    return ~ascending
+
+
+def _tree_sum(x: jax.Array) -> jax.Array:
+    """Sum over the last axis by pairwise halving (rounding error ~log2(N) ulps)."""
+    n = x.shape[-1]
+    size = 1 << max(0, (n - 1).bit_length())
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - n)])
+    while x.shape[-1] > 1:
+        x = x[..., 0::2] + x[..., 1::2]
+    return x[..., 0]
+
+
+def cumulative_count(x: jax.Array) -> jax.Array:
+    """Inclusive cumulative sum of a 0/1 array along the last axis, as int32 (exact).
+
+    Blocks of 64 are summed by a float32 matmul with a triangular matrix (exact: partial sums
+    stay below 2**24) and the block totals by ``jnp.cumsum``; on CPU this is about twice as
+    fast as ``jnp.cumsum`` over the whole axis.
+    """
+    n = x.shape[-1]
+    block = 64
+    num_blocks = -(-n // block)
+    pad = [(0, 0)] * (x.ndim - 1) + [(0, num_blocks * block - n)]
+    xb = jnp.pad(x.astype(jnp.float32), pad).reshape(*x.shape[:-1], num_blocks, block)
+    upper = jnp.triu(jnp.ones((block, block), jnp.float32))
+    inner = jnp.matmul(xb, upper, precision=lax.Precision.HIGHEST).astype(jnp.int32)
+    totals = inner[..., -1]
+    before = jnp.cumsum(totals, axis=-1) - totals
+    out = inner + before[..., None]
+    return out.reshape(*x.shape[:-1], num_blocks * block)[..., :n]
+
+
+def suffix_max(values: jax.Array, segment_end: jax.Array | None = None) -> jax.Array:
+    """Maximum of ``values[..., i:]`` along the last axis, restarting after each segment end.
+
+    With ``segment_end`` (bool, same shape), the maximum at ``i`` stops at the first ``j >= i``
+    where ``segment_end[j]``. Blocks of 32 use log-step doubling; a ``lax.scan`` carries the
+    maximum across blocks (O(N) work, small program; ``lax.cummax`` is O(N^2) on CPU).
+    """
+    n = values.shape[-1]
+    if segment_end is None:
+        segment_end = jnp.zeros(values.shape, bool)
+    block = min(32, 1 << max(0, (n - 1).bit_length()))
+    num_blocks = -(-n // block)
+    pad = [(0, 0)] * (values.ndim - 1) + [(0, num_blocks * block - n)]
+    low = jnp.asarray(-jnp.inf, values.dtype)
+    v = jnp.pad(values, pad, constant_values=low).reshape(*values.shape[:-1], num_blocks, block)
+    f = jnp.pad(segment_end, pad, constant_values=True).reshape(v.shape)
+    shift = 1
+    while shift < block:  # segmented doubling inside each block
+        v_ahead = jnp.concatenate([v[..., shift:], jnp.full(v[..., :shift].shape, low)], -1)
+        f_ahead = jnp.concatenate([f[..., shift:], jnp.zeros(f[..., :shift].shape, bool)], -1)
+        v = jnp.where(f, v, jnp.maximum(v, v_ahead))
+        f = f | f_ahead
+        shift *= 2
+
+    def carry_step(carry, block_head):  # carry: max from the next block's first element on
+        head_value, head_closed = block_head
+        out = jnp.where(head_closed, head_value, jnp.maximum(head_value, carry))
+        return out, carry
+
+    heads = (jnp.moveaxis(v[..., 0], -1, 0), jnp.moveaxis(f[..., 0], -1, 0))
+    init = jnp.full(values.shape[:-1], low)
+    _, incoming = lax.scan(carry_step, init, heads, reverse=True)
+    incoming = jnp.moveaxis(incoming, 0, -1)[..., None]
+    out = jnp.where(f, v, jnp.maximum(v, incoming))
+    return out.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
+
+
+class _Ranked(NamedTuple):
+    """Rows sorted by decreasing score (invalid entries last)."""
+
+    key: jax.Array  # uint32 [R, N]: equal keys = tied scores (valid entries only)
+    positive: jax.Array  # int32 [R, N] in {0, 1}; 0 for invalid entries
+    valid: jax.Array  # bool [R, N]
+
+
+def _rank_grouped(keys, positive, valid) -> _Ranked:
+    """Sorts rows by key; the order inside a group of ties is unspecified (only groups matter).
+
+    Fast path: when every row's valid keys span < 2^31, key and label are packed into one
+    uint32 and sorted as a single operand (several times faster on CPU than a key/value sort).
+    Otherwise a two-operand sort is used. Both give the same groups and labels.
+    """
+    big = jnp.iinfo(jnp.int32).max
+    small = jnp.iinfo(jnp.int32).min
+    lo = jnp.min(jnp.where(valid, keys, big), axis=-1, keepdims=True)
+    hi = jnp.max(jnp.where(valid, keys, small), axis=-1, keepdims=True)
+    span = hi.astype(jnp.uint32) - lo.astype(jnp.uint32)
+    span = jnp.where(jnp.any(valid, axis=-1, keepdims=True), span, jnp.uint32(0))
+    fits = jnp.all(span <= jnp.uint32((1 << 31) - 2))
+    n_valid = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
+    sorted_valid = lax.broadcasted_iota(jnp.int32, keys.shape, keys.ndim - 1) < n_valid
+
+    def packed(_):
+        rel = keys.astype(jnp.uint32) - lo.astype(jnp.uint32)
+        word = (rel << 1) | positive.astype(jnp.uint32)
+        word = jnp.where(valid, word, jnp.uint32(_SENTINEL))
+        word = jnp.sort(word, axis=-1)
+        return word >> 1, (word & 1).astype(jnp.int32)
+
+    def general(_):
+        invalid = (~valid).astype(jnp.int32)
+        _, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=2)
+        return key.astype(jnp.uint32), pos
+
+    key, pos = lax.cond(fits, packed, general, None)
+    pos = jnp.where(sorted_valid, pos, 0)
+    return _Ranked(key, pos, sorted_valid)
+
+
+def _rank_stable(keys, positive, valid) -> _Ranked:
+    """Sorts rows by key; tied scores keep their input order (the VOC anchors' ranking)."""
+    invalid = (~valid).astype(jnp.int32)
+    inv, key, pos = lax.sort(
+        (invalid, keys, positive.astype(jnp.int32)), num_keys=2, is_stable=True
+    )
+    sorted_valid = inv == 0
+    return _Ranked(key.astype(jnp.uint32), jnp.where(sorted_valid, pos, 0), sorted_valid)
+
+
+def _group_end(ranked: _Ranked) -> jax.Array:
+    """Index of the last entry of each entry's group of tied scores, ``int32[R, N]``."""
+    rows, n = ranked.key.shape
+    index = lax.broadcasted_iota(jnp.int32, ranked.key.shape, 1)
+    prev_key = jnp.concatenate([ranked.key[:, :1], ranked.key[:, :-1]], axis=1)
+    first = (index == 0) | (prev_key != ranked.key) | ~ranked.valid
+    group = cumulative_count(first) - 1
+    group = (group + lax.broadcasted_iota(jnp.int32, group.shape, 0) * n).reshape(-1)
+    last = jax.ops.segment_max(
+        index.reshape(-1), group, num_segments=rows * n, indices_are_sorted=True
+    )
+    return last[group].reshape(rows, n)
+
+
+def _gather(x, index):
+    n = x.shape[-1]
+    return jnp.take_along_axis(x, jnp.minimum(index, n - 1), axis=-1)
+
+
+def _step_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
+    """scikit-learn's AP: mean over positives of the precision at their group's threshold."""
+    tp = cumulative_count(ranked.positive)
+    end = _group_end(ranked)
+    precision = safe_divide(_gather(tp, end).astype(jnp.float32), (end + 1).astype(jnp.float32))
+    total = _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0))
+    return safe_divide(total, num_positives.astype(jnp.float32), jnp.nan)
+
+
+def _calibrated_ap_rows(ranked: _Ranked) -> jax.Array:
+    """cAP: mean over positives of TP / (TP + FP / w) at their group's threshold."""
+    tp = cumulative_count(ranked.positive)
+    end = _group_end(ranked)
+    tp_end = _gather(tp, end)
+    fp_end = end + 1 - tp_end
+    num_pos = tp[..., -1:]
+    num_neg = jnp.sum(ranked.valid, axis=-1, keepdims=True, dtype=jnp.int32) - num_pos
+    weighted_tp = tp_end.astype(jnp.float32) * num_neg.astype(jnp.float32)
+    weighted_fp = fp_end.astype(jnp.float32) * num_pos.astype(jnp.float32)
+    cprec = safe_divide(weighted_tp, weighted_tp + weighted_fp, 1.0)
+    total = _tree_sum(jnp.where(ranked.positive > 0, cprec, 0.0))
+    return safe_divide(total, num_pos[..., 0].astype(jnp.float32), jnp.nan)
+
+
+def _voc_precision(ranked: _Ranked):
+    tp = cumulative_count(ranked.positive)
+    rank = lax.broadcasted_iota(jnp.int32, tp.shape, tp.ndim - 1) + 1
+    precision = jnp.where(ranked.valid, tp.astype(jnp.float32) / rank.astype(jnp.float32), 0.0)
+    return tp, suffix_max(precision)
+
+
+def _all_point_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
+    """Area under the monotone precision envelope (VOC2010+, ActivityNet)."""
+    _, envelope = _voc_precision(ranked)
+    total = _tree_sum(jnp.where(ranked.positive > 0, envelope, 0.0))
+    return safe_divide(total, num_positives.astype(jnp.float32), jnp.nan)
+
+
+def recall_reaches(tp, num_positives, tenth: int):
+    """Whether ``tp / num_positives >= fl(0.1 * tenth)`` as the float64 anchors decide it.
+
+    ``np.linspace(0, 1, 11)`` holds 0.30000000000000004, 0.6000000000000001 and
+    0.7000000000000001, which a recall of exactly 3/10, 6/10, 7/10 does not reach.
+    Exact for ``num_positives < 2**27``.
+    """
+    lhs = 10 * tp
+    rhs = tenth * num_positives
+    return (lhs > rhs) if tenth in (3, 6, 7) else (lhs >= rhs)
+
+
+def _eleven_point_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
+    """VOC2007: mean over t in {0, 0.1, ..., 1} of the best precision at recall >= t."""
+    tp, envelope = _voc_precision(ranked)
+    n = tp.shape[-1]
+    npos = num_positives[..., None]
+    values = []
+    for tenth in range(11):
+        below = ranked.valid & ~recall_reaches(tp, npos, tenth)
+        first = jnp.sum(below, axis=-1, keepdims=True, dtype=jnp.int32)
+        reached = jnp.take_along_axis(ranked.valid, jnp.minimum(first, n - 1), axis=-1)
+        value = jnp.where(reached & (first < n), _gather(envelope, first), 0.0)
+        values.append(value[..., 0])
+    mean = _tree_sum(jnp.stack(values, axis=-1)) / 11.0
+    return jnp.where(num_positives > 0, mean, jnp.nan)
+
+
+def ap_rows(targets, scores, valid, *, interpolation: str, num_positives=None) -> jax.Array:
+    """AP of each row of ``[R, N]`` arrays (targets bool, scores float, valid bool)."""
+    positive = (targets & valid).astype(jnp.int32)
+    if num_positives is None:
+        num_positives = jnp.sum(positive, axis=-1, dtype=jnp.int32)
+    keys = descending_keys(scores)
+    if scores.shape[-1] == 0:
+        return jnp.full(scores.shape[:-1], jnp.nan, jnp.float32)
+    if interpolation == "step":
+        return _step_ap_rows(_rank_grouped(keys, positive, valid), num_positives)
+    ranked = _rank_stable(keys, positive, valid)
+    if interpolation == "all_point":
+        return _all_point_ap_rows(ranked, num_positives)
+    return _eleven_point_ap_rows(ranked, num_positives)
+
+
+def cap_rows(targets, scores, valid) -> jax.Array:
+    """Calibrated AP of each row of ``[R, N]`` arrays."""
+    if scores.shape[-1] == 0:
+        return jnp.full(scores.shape[:-1], jnp.nan, jnp.float32)
+    positive = (targets & valid).astype(jnp.int32)
+    return _calibrated_ap_rows(_rank_grouped(descending_keys(scores), positive, valid))
+
+
+# --------------------------------------------------------------------------------------------
+# Argument handling
+# --------------------------------------------------------------------------------------------
+def _binary_targets(name, value):
+    value = jnp.asarray(value)
+    if not (value.dtype == jnp.bool_ or jnp.issubdtype(value.dtype, jnp.integer)):
+        raise TypeError(f"{name} must be bool or integer (nonzero = positive), got {value.dtype}.")
+    return value if value.dtype == jnp.bool_ else value != 0
+
+
+def static_ks(k) -> tuple[int, ...]:
+    """``k`` as a non-empty tuple of positive Python ints, in the given order."""
+    ks = (k,) if isinstance(k, int) else k
+    if (
+        not isinstance(ks, (tuple, list))
+        or not ks
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in ks)
+    ):
+        raise ValueError(f"k must be a non-empty tuple of positive ints, got {k!r}.")
+    return tuple(ks)
+
+
+def _rows(targets, scores, *, min_ndim=1):
+    targets = _binary_targets("targets", targets)
+    scores = checks.as_float("scores", scores, min_ndim=min_ndim)
+    checks.same_shape("targets", targets, "scores", scores)
+    return targets, scores
+
+
+# --------------------------------------------------------------------------------------------
+# Public metrics
+# --------------------------------------------------------------------------------------------
+def average_precision(
+    targets: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    mask: jax.typing.ArrayLike | None = None,
+    interpolation: str = "step",
+    num_positives: jax.typing.ArrayLike | None = None,
+) -> jax.Array:
+    r"""Average precision of one ranking per row.
+
+    Entries are ranked by decreasing score; ``P_i``/``R_i`` are precision and recall of the top
+    ``i``. ``"step"`` (scikit-learn): :math:`AP = \sum_n (R_n - R_{n-1}) P_n` over distinct
+    thresholds, tied scores entering together. ``"all_point"`` (VOC2010+, ActivityNet): area
+    under the envelope :math:`\max_{j \ge i} P_j`. ``"11point"`` (VOC2007): mean over
+    :math:`t \in \{0, 0.1, \dots, 1\}` of :math:`\max\{P_i : R_i \ge t\}` (0 if none). The VOC
+    variants rank tied scores in input order (stable), like their anchors.
+
+    Args:
+      targets: ``bool`` or integer ``[..., N]``; nonzero = positive.
+      scores: float ``[..., N]``, higher = more confident (no NaN).
+      mask: optional ``bool[..., N]``, True = valid; invalid entries are removed first.
+      interpolation: static, ``"step"`` (default), ``"11point"`` or ``"all_point"``.
+      num_positives: optional int ``[...]``: recall denominator including positives that were
+        never scored (missed detections); default: the number of valid positive targets.
+
+    Returns:
+      ``float32[...]`` in [0, 1]; NaN when there are no positives (0/0 recall).
+
+    >>> float(average_precision(jnp.array([1, 0, 1]), jnp.array([0.9, 0.8, 0.7])))
+    0.8333333...
+
+    References:
+      scikit-learn ``average_precision_score``; Everingham et al., "The PASCAL Visual Object
+      Classes (VOC) Challenge", IJCV 2010.
+
+    Note: scikit-learn returns 0.0 (with a warning) without positives; we return NaN.
+    """
+    interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
+    targets, scores = _rows(targets, scores)
+    mask = checks.as_mask(mask, targets.shape)
+    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    batch = targets.shape[:-1]
+    n = targets.shape[-1]
+    rows = math.prod(batch)
+    if num_positives is not None:
+        num_positives = checks.as_int_labels("num_positives", num_positives, min_ndim=0)
+        if num_positives.shape != batch:
+            raise ValueError(f"num_positives must have shape {batch}, got {num_positives.shape}.")
+        num_positives = num_positives.reshape(rows).astype(jnp.int32)
+    out = ap_rows(
+        targets.reshape(rows, n),
+        scores.reshape(rows, n),
+        valid.reshape(rows, n),
+        interpolation=interpolation,
+        num_positives=num_positives,
+    )
+    return out.reshape(batch)
+
+
+def precision_recall_curve(
+    targets: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    mask: jax.typing.ArrayLike | None = None,
+) -> PrecisionRecallCurve:
+    """Precision and recall at every distinct score threshold, as a fixed-size table.
+
+    Entry ``i`` of each row describes the ``i``-th largest valid score; it is a real point of
+    the curve (``valid``) when it is the last of its group of tied scores, so tied scores enter
+    together, as in scikit-learn. Invalid (masked) entries come last with ``valid`` False.
+
+    Args:
+      targets: ``bool`` or integer ``[..., N]``; nonzero = positive.
+      scores: float ``[..., N]`` (no NaN).
+      mask: optional ``bool[..., N]``, True = valid.
+
+    Returns:
+      :class:`PrecisionRecallCurve` of ``[..., N]`` arrays, in decreasing threshold order
+      (scikit-learn's output reversed, without its final (recall 0, precision 1) point).
+
+    >>> curve = precision_recall_curve(jnp.array([1, 0, 1]), jnp.array([0.9, 0.5, 0.5]))
+    >>> curve.precision[curve.valid].tolist(), curve.recall[curve.valid].tolist()
+    ([1.0, 0.6666666865348816], [0.5, 1.0])
+    """
+    targets, scores = _rows(targets, scores)
+    mask = checks.as_mask(mask, targets.shape)
+    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    shape = targets.shape
+    n = shape[-1]
+    if n == 0:
+        empty = jnp.zeros(shape, jnp.float32)
+        return PrecisionRecallCurve(empty, empty, empty, jnp.zeros(shape, bool))
+    targets, scores, valid = (x.reshape(-1, n) for x in (targets, scores, valid))
+    positive = (targets & valid).astype(jnp.int32)
+    invalid = (~valid).astype(jnp.int32)
+    inv, _, sorted_scores, pos = lax.sort(
+        (invalid, descending_keys(scores), scores, positive), num_keys=2
+    )
+    ranked = _Ranked(descending_keys(sorted_scores).astype(jnp.uint32), pos, inv == 0)
+    end = _group_end(ranked)
+    index = lax.broadcasted_iota(jnp.int32, end.shape, 1)
+    tp = cumulative_count(pos)
+    precision = tp.astype(jnp.float32) / (index + 1).astype(jnp.float32)
+    recall = safe_divide(tp.astype(jnp.float32), tp[..., -1:].astype(jnp.float32), jnp.nan)
+    point = ranked.valid & (end == index)
+    return PrecisionRecallCurve(
+        *(x.reshape(shape) for x in (precision, recall, sorted_scores, point))
+    )
+
+
+def _per_class(targets, scores, mask, background, ambiguous):
+    """Rows ``[..., C, N]`` and the frame validity after dropping ambiguous frames."""
+    targets, scores = _rows(targets, scores, min_ndim=2)
+    mask = checks.as_mask(mask, targets.shape[:-1])
+    num_classes = targets.shape[-1]
+    background = checks.static_labels("background", background)
+    ambiguous = checks.static_labels("ambiguous", ambiguous)
+    for name, labels in (("background", background), ("ambiguous", ambiguous)):
+        for c in labels:
+            if not 0 <= c < num_classes:
+                raise ValueError(f"{name} classes must lie in [0, {num_classes}), got {c}.")
+    valid = jnp.ones(targets.shape[:-1], bool) if mask is None else mask
+    if ambiguous:
+        valid = valid & ~jnp.any(targets[..., list(ambiguous)], axis=-1)
+    scored = jnp.asarray([c not in background + ambiguous for c in range(num_classes)])
+    return targets, scores, valid, scored
+
+
+def _class_scores(values, scored):
+    per_class = jnp.where(scored, values, jnp.nan)
+    defined = ~jnp.isnan(per_class)
+    total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=-1)
+    count = jnp.sum(defined, axis=-1, dtype=jnp.int32)
+    return ClassScores(per_class, safe_divide(total, count.astype(jnp.float32), jnp.nan))
+
+
+def _over_classes(row_fn, targets, scores, valid):
+    """Applies ``row_fn`` to every class column; returns ``[..., C]``."""
+    shape = targets.shape
+    n, num_classes = shape[-2], shape[-1]
+    rows = math.prod(shape[:-2]) * num_classes
+    to_rows = lambda x: jnp.swapaxes(x, -1, -2).reshape(rows, n)  # noqa: E731
+    valid_rows = jnp.broadcast_to(valid[..., None], shape)
+    out = row_fn(to_rows(targets), to_rows(scores), to_rows(valid_rows))
+    return out.reshape(*shape[:-2], num_classes)
+
+
+def mean_average_precision(
+    targets: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    mask: jax.typing.ArrayLike | None = None,
+    background: tuple[int, ...] = (),
+    ambiguous: tuple[int, ...] = (),
+    interpolation: str = "step",
+) -> ClassScores:
+    """Per-frame AP of every class column and their mean (online action detection).
+
+    Frames with a positive in an ``ambiguous`` column are removed first; then every class
+    except ``background`` and ``ambiguous`` is scored with :func:`average_precision` over the
+    remaining frames. A class without positive frames is NaN and left out of the mean. With
+    ``background=(0,), ambiguous=(21,)`` this is LSTR/TeSTra's THUMOS'14 per-frame mAP.
+
+    Args:
+      targets: ``bool`` or integer ``[..., N, C]`` multi-hot; nonzero = positive.
+      scores: float ``[..., N, C]`` (no NaN).
+      mask: optional ``bool[..., N]``, True = valid frame.
+      background: static tuple of classes not scored (their frames stay as negatives).
+      ambiguous: static tuple of classes whose positive frames are removed from every class.
+      interpolation: static, as in :func:`average_precision`.
+
+    Returns:
+      :class:`ClassScores` with ``per_class`` ``float32[..., C]`` and ``mean`` ``float32[...]``.
+
+    >>> targets = jnp.array([[1, 0], [0, 1], [1, 0], [0, 1]])
+    >>> scores = jnp.array([[0.9, 0.1], [0.2, 0.8], [0.4, 0.6], [0.7, 0.3]])
+    >>> result = mean_average_precision(targets, scores)
+    >>> [round(float(x), 4) for x in result.per_class], round(float(result.mean), 4)
+    ([0.8333, 0.8333], 0.8333)
+
+    References:
+      Xu et al., "Long Short-Term Transformer for Online Action Detection", NeurIPS 2021
+      (``perframe_average_precision``).
+    """
+    interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
+    targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
+    row_fn = lambda t, s, v: ap_rows(t, s, v, interpolation=interpolation)  # noqa: E731
+    return _class_scores(_over_classes(row_fn, targets, scores, valid), scored)
+
+
+def calibrated_average_precision(
+    targets: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    mask: jax.typing.ArrayLike | None = None,
+    background: tuple[int, ...] = (),
+    ambiguous: tuple[int, ...] = (),
+) -> ClassScores:
+    r"""Per-frame calibrated AP (cAP) of every class column and their mean.
+
+    With frames ranked by decreasing score, :math:`w = \#neg / \#pos` and
+    :math:`cPrec_k = TP_k / (TP_k + FP_k / w)`, cAP is the mean of :math:`cPrec` over the
+    positive frames. Tied scores enter together (precision at the end of their group).
+    ``background``/``ambiguous`` and absent classes behave as in
+    :func:`mean_average_precision`; TVSeries' mcAP is ``background=(0,)``.
+
+    Args:
+      targets: ``bool`` or integer ``[..., N, C]`` multi-hot; nonzero = positive.
+      scores: float ``[..., N, C]`` (no NaN).
+      mask: optional ``bool[..., N]``, True = valid frame.
+      background: static tuple of classes not scored.
+      ambiguous: static tuple of classes whose positive frames are removed from every class.
+
+    Returns:
+      :class:`ClassScores` with ``per_class`` ``float32[..., C]`` in [0, 1] (1 when every
+      frame is positive) and ``mean`` ``float32[...]``.
+
+    >>> targets = jnp.array([[1], [0], [1], [0]])
+    >>> scores = jnp.array([[0.9], [0.8], [0.7], [0.1]])
+    >>> round(float(calibrated_average_precision(targets, scores).mean), 4)
+    0.8333
+
+    References:
+      De Geest et al., "Online Action Detection", ECCV 2016.
+
+    Note: LSTR orders tied scores arbitrarily (unstable argsort); here ties are grouped.
+    """
+    targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
+    return _class_scores(_over_classes(cap_rows, targets, scores, valid), scored)
+
+
+def top_k_accuracy(
+    targets: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    k: tuple[int, ...] = (1, 5),
+    mask: jax.typing.ArrayLike | None = None,
+) -> jax.Array:
+    """Fraction of valid rows whose target class is among the ``k`` highest scores.
+
+    The rank of the target is the number of classes with a higher score plus the number of
+    tied classes with a higher index (scikit-learn's rule: ties go to the higher index).
+    A row is correct at ``k`` when that rank is below ``k``; no sort is needed.
+
+    Args:
+      targets: integer ``[..., N]`` class indices in [0, C).
+      scores: float ``[..., N, C]`` (no NaN).
+      k: static tuple of positive ints (an int is accepted); ``k >= C`` is always correct.
+      mask: optional ``bool[..., N]``, True = valid row.
+
+    Returns:
+      ``float32[..., len(k)]`` in [0, 1]; NaN when no row is valid.
+
+    >>> scores = jnp.array([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4]])
+    >>> top_k_accuracy(jnp.array([2, 0]), scores, k=(1, 2)).tolist()
+    [0.0, 0.5]
+
+    References:
+      scikit-learn ``top_k_accuracy_score``.
+    """
+    ks = static_ks(k)
+    targets = checks.as_int_labels("targets", targets)
+    scores = checks.as_float("scores", scores, min_ndim=2)
+    if scores.shape[:-1] != targets.shape:
+        raise ValueError(
+            f"scores must have shape targets.shape + (C,) = {targets.shape} + (C,), "
+            f"got {scores.shape}."
+        )
+    mask = checks.as_mask(mask, targets.shape)
+    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    hits = top_k_hits(targets, scores, valid, ks).astype(jnp.float32)
+    count = jnp.sum(valid, axis=-1, dtype=jnp.int32).astype(jnp.float32)
+    return safe_divide(hits, count[..., None], jnp.nan)
+
+
+def top_k_hits(targets, scores, valid, ks) -> jax.Array:
+    """Number of valid rows whose target ranks below each k, ``int32[..., len(ks)]``."""
+    num_classes = scores.shape[-1]
+    index = lax.broadcasted_iota(jnp.int32, scores.shape, scores.ndim - 1)
+    target = targets.astype(jnp.int32)[..., None]
+    target_score = jnp.take_along_axis(scores, jnp.clip(target, 0, num_classes - 1), axis=-1)
+    ahead = (scores > target_score) | ((scores == target_score) & (index > target))
+    rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
+    hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
+    return jnp.stack(hits, axis=-1)

@@ -1,0 +1,666 @@
+"""Streaming accumulators for the ranking, retrieval, detection and dense metrics.
+
+Additive states (exact counts) for dense metrics, top-k and retrieval (a histogram of ranks).
+AP-type metrics need every score: ``capacity=`` keeps them in a fixed-size buffer (exact;
+beyond the capacity the results are NaN and ``overflow`` counts the entries that did not fit),
+``num_thresholds=`` keeps per-bin counts (additive; the result is exactly the metric of the
+scores rounded down to the grid ``j / num_thresholds``, ties in a bin entering together).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxseg._src import checks, counting
+from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.dense import confusion_matrices, nanmean_classes, scores_from_confusion
+from jaxseg._src.detection import (
+    ACTIVITYNET_THRESHOLDS,
+    MATCHINGS,
+    Matches,
+    class_average_precision,
+    match_detections,
+    static_iou_thresholds,
+)
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.ranking import (
+    INTERPOLATIONS,
+    ap_rows,
+    cap_rows,
+    recall_reaches,
+    static_ks,
+    suffix_max,
+    top_k_hits,
+)
+from jaxseg._src.retrieval import TIES, retrieval_ranks
+from jaxseg._src.streaming_segmentation import merge_states
+
+
+def _total(values) -> jax.Array:
+    """Sum of a non-negative int array over all axes, as a scalar int32 array."""
+    return jnp.sum(jnp.asarray(values, jnp.int32), dtype=jnp.int32)
+
+
+def _add(count: counting.Count, values, axis) -> counting.Count:
+    return counting.add_sum(count, values, axis=axis)
+
+
+def _one_of(capacity, num_thresholds):
+    capacity = checks.static_int("capacity", capacity, minimum=1, allow_none=True)
+    num_thresholds = checks.static_int("num_thresholds", num_thresholds, minimum=1, allow_none=True)
+    if (capacity is None) == (num_thresholds is None):
+        raise ValueError(
+            f"give exactly one of capacity (exact buffer) and num_thresholds (binned), got "
+            f"capacity={capacity!r}, num_thresholds={num_thresholds!r}."
+        )
+    return capacity, num_thresholds
+
+
+# --------------------------------------------------------------------------------------------
+# Dense segmentation
+# --------------------------------------------------------------------------------------------
+class DenseState(NamedTuple):
+    """Pooled confusion matrix ``[C, C]`` (rows = targets) as an exact count."""
+
+    confusion: counting.Count
+
+
+def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
+    """Accumulator of pooled pixel accuracy, IoU and Dice (mmsegmentation's ``IoUMetric``).
+
+    ``update(state, targets, predictions, *, mask=None)`` takes label maps of any shape;
+    ``compute`` returns ``pixel_accuracy``, ``iou`` ``[C]``, ``miou``, ``dice`` ``[C]``,
+    ``mdice`` (absent classes NaN and excluded from the means) and ``confusion``.
+
+    Args:
+      num_classes: static number of classes C (labels outside [0, C) are not counted).
+      ignore_index: static target value whose pixels are removed (e.g. 255), or None.
+
+    >>> acc = dense(num_classes=2, ignore_index=255)
+    >>> state = acc.update(acc.init(), jnp.array([[0, 1], [1, 255]]), jnp.array([[0, 1], [0, 0]]))
+    >>> acc.compute(state)["iou"].tolist()
+    [0.5, 0.5]
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    if ignore_index is not None:
+        ignore_index = checks.static_int("ignore_index", ignore_index)
+
+    def init():
+        return DenseState(counting.zeros((num_classes, num_classes)))
+
+    def update(state, targets, predictions, *, mask=None):
+        targets = checks.as_int_labels("targets", targets)
+        predictions = checks.as_int_labels("predictions", predictions)
+        checks.same_shape("targets", targets, "predictions", predictions)
+        mask = checks.as_mask(mask, targets.shape)
+        valid = jnp.ones(targets.shape, bool) if mask is None else mask
+        if ignore_index is not None:
+            valid = valid & (targets != ignore_index)
+        matrix = confusion_matrices(targets, predictions, valid, num_classes, targets.ndim)
+        return DenseState(_add(state.confusion, matrix, ()))
+
+    def compute(state):
+        confusion = counting.to_float(state.confusion)
+        accuracy, iou, dice_ = scores_from_confusion(confusion)
+        iou, dice_ = nanmean_classes(iou), nanmean_classes(dice_)
+        return {
+            "pixel_accuracy": accuracy,
+            "iou": iou.per_class,
+            "miou": iou.mean,
+            "dice": dice_.per_class,
+            "mdice": dice_.mean,
+            "confusion": confusion,
+        }
+
+    return Accumulator(init, update, merge_states, compute)
+
+
+# --------------------------------------------------------------------------------------------
+# Top-k accuracy
+# --------------------------------------------------------------------------------------------
+class TopKState(NamedTuple):
+    """Correct rows per k ``[K]`` and valid rows, as exact counts."""
+
+    correct: counting.Count
+    rows: counting.Count
+
+
+def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
+    """Accumulator of top-k accuracy over all rows seen (ties as :func:`top_k_accuracy`).
+
+    ``update(state, targets, scores, *, mask=None)`` with targets ``[..., N]`` and scores
+    ``[..., N, C]``; ``compute`` returns ``accuracy`` ``float32[K]`` (NaN with no row) and
+    ``rows``.
+
+    >>> acc = top_k(k=(1, 2))
+    >>> state = acc.update(acc.init(), jnp.array([2, 0]), jnp.array([[.1, .5, .4], [.3, .3, .4]]))
+    >>> acc.compute(state)["accuracy"].tolist()
+    [0.0, 0.5]
+    """
+    ks = static_ks(k)
+    num_k = len(ks)
+
+    def init():
+        return TopKState(counting.zeros((num_k,)), counting.zeros())
+
+    def update(state, targets, scores, *, mask=None):
+        targets = checks.as_int_labels("targets", targets)
+        mask = checks.as_mask(mask, targets.shape)
+        valid = jnp.ones(targets.shape, bool) if mask is None else mask
+        scores = checks.as_float("scores", scores, min_ndim=1)
+        if scores.shape[:-1] != targets.shape:
+            raise ValueError(f"scores must have shape {targets.shape} + (C,), got {scores.shape}.")
+        correct = top_k_hits(
+            targets.reshape(-1), scores.reshape(-1, scores.shape[-1]), valid.reshape(-1), ks
+        )
+        rows = _total(valid)
+        return TopKState(counting.add(state.correct, correct), counting.add(state.rows, rows))
+
+    def compute(state):
+        rows = counting.to_float(state.rows)
+        return {
+            "accuracy": safe_divide(counting.to_float(state.correct), rows, jnp.nan),
+            "rows": rows,
+        }
+
+    return Accumulator(init, update, merge_states, compute)
+
+
+# --------------------------------------------------------------------------------------------
+# Retrieval
+# --------------------------------------------------------------------------------------------
+class RetrievalState(NamedTuple):
+    """Histogram of twice the 0-based match ranks, ``[2 * num_items]`` exact counts."""
+
+    rank_histogram: counting.Count
+
+
+def retrieval(
+    *, num_items: int, k: tuple[int, ...] = (1, 5, 10), ties: str = "pessimistic"
+) -> Accumulator:
+    """Accumulator of Recall@K, MRR, median and mean rank over all queries seen.
+
+    The state is a histogram of ranks, so every statistic (the median too) is exact and the
+    state is additive. ``update(state, similarity, *, targets=None, mask=None,
+    item_mask=None)`` takes ``[..., Q, num_items]`` as :func:`retrieval_ranks`; ``compute``
+    returns ``recall`` ``float32[K]``, ``mean_reciprocal_rank``, ``median_rank``,
+    ``mean_rank`` (1-based) and ``queries`` (NaN statistics with no query).
+
+    Args:
+      num_items: static number of items I (last axis of the similarity).
+      k: static tuple of positive ints.
+      ties: static tie rule of :func:`retrieval_ranks`.
+
+    >>> acc = retrieval(num_items=3, k=(1,))
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> result = acc.compute(acc.update(acc.init(), sim))
+    >>> result["recall"].tolist(), float(result["median_rank"])
+    ([0.3333333432674408], 3.0)
+    """
+    num_items = checks.static_int("num_items", num_items, minimum=1)
+    ties = checks.static_choice("ties", ties, TIES)
+    ks = static_ks(k)
+    size = 2 * num_items
+
+    def init():
+        return RetrievalState(counting.zeros((size,)))
+
+    def update(state, similarity, *, targets=None, mask=None, item_mask=None):
+        similarity = jnp.asarray(similarity)
+        if similarity.ndim < 2 or similarity.shape[-1] != num_items:
+            raise ValueError(
+                f"similarity must have shape [..., Q, {num_items}], got {similarity.shape}."
+            )
+        ranks = retrieval_ranks(similarity, targets=targets, item_mask=item_mask, ties=ties)
+        mask = checks.as_mask(mask, ranks.shape)
+        valid = jnp.ones(ranks.shape, bool) if mask is None else mask
+        doubled = jnp.where(valid, jnp.round(2.0 * ranks).astype(jnp.int32), size)
+        histogram = jnp.zeros(size + 1, jnp.int32).at[doubled.reshape(-1)].add(1)[:size]
+        return RetrievalState(counting.add(state.rank_histogram, histogram))
+
+    def compute(state):
+        counts = counting.to_float(state.rank_histogram)
+        rank = jnp.arange(size, dtype=jnp.float32) / 2.0
+        queries = jnp.sum(counts)
+        mean = lambda x: safe_divide(jnp.sum(counts * x), queries, jnp.nan)  # noqa: E731
+        cumulative = jnp.cumsum(counts)
+
+        def middle(position):  # the rank at a 0-based position of the sorted ranks
+            index = jnp.searchsorted(cumulative, position, side="right")
+            return rank[jnp.minimum(index, size - 1)]
+
+        median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
+        return {
+            "recall": jnp.stack([mean((rank < kk).astype(jnp.float32)) for kk in ks]),
+            "mean_reciprocal_rank": mean(1.0 / (rank + 1.0)),
+            "mean_rank": mean(rank) + 1.0,
+            "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
+            "queries": queries,
+        }
+
+    return Accumulator(init, update, merge_states, compute)
+
+
+# --------------------------------------------------------------------------------------------
+# Per-frame AP / cAP
+# --------------------------------------------------------------------------------------------
+class FrameBufferState(NamedTuple):
+    """Exact mode: the valid frames seen so far, in a fixed-capacity buffer."""
+
+    targets: jax.Array  # bool [capacity, C]
+    scores: jax.Array  # float32 [capacity, C]
+    stored: jax.Array  # int32 scalar: filled rows (<= capacity)
+    seen: counting.Count  # valid frames seen (may exceed capacity)
+
+
+class FrameHistogramState(NamedTuple):
+    """Binned mode: positive and negative frames per (class, score bin), exact counts."""
+
+    positives: counting.Count  # [C, B]
+    negatives: counting.Count  # [C, B]
+
+
+def _append(buffers, stored, rows, valid):
+    """Writes the valid ``rows`` (tuple of ``[M, ...]``) after ``stored``; drops the excess."""
+    capacity = buffers[0].shape[0]
+    slot = stored + jnp.cumsum(valid.astype(jnp.int32)) - 1
+    slot = jnp.where(valid & (slot < capacity), slot, capacity)
+    out = tuple(b.at[slot].set(r, mode="drop") for b, r in zip(buffers, rows, strict=True))
+    return out, jnp.minimum(stored + _total(valid), capacity)
+
+
+def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState:
+    valid = jnp.arange(b.targets.shape[0]) < b.stored
+    (targets, scores), stored = _append(
+        (a.targets, a.scores), a.stored, (b.targets, b.scores), valid
+    )
+    return FrameBufferState(targets, scores, stored, counting.merge(a.seen, b.seen))
+
+
+def _bin(scores, num_thresholds):
+    """Bin ``floor(score * B)`` clipped to [0, B - 1]; higher bin = higher score."""
+    return jnp.clip(jnp.floor(scores * num_thresholds), 0, num_thresholds - 1).astype(jnp.int32)
+
+
+def _binned_curves(positives, negatives):
+    """TP/FP at each bin threshold (bins visited from the highest), float32 ``[..., B]``."""
+    tp = jnp.cumsum(positives[..., ::-1], axis=-1)
+    fp = jnp.cumsum(negatives[..., ::-1], axis=-1)
+    return positives[..., ::-1], tp, fp
+
+
+def _binned_ap(positives, negatives):
+    gained, tp, fp = _binned_curves(positives, negatives)
+    precision = safe_divide(tp, tp + fp, 0.0)
+    return safe_divide(jnp.sum(gained * precision, axis=-1), tp[..., -1], jnp.nan)
+
+
+def _binned_cap(positives, negatives):
+    gained, tp, fp = _binned_curves(positives, negatives)
+    num_pos, num_neg = tp[..., -1:], fp[..., -1:]
+    cprec = safe_divide(tp * num_neg, tp * num_neg + fp * num_pos, 1.0)
+    return safe_divide(jnp.sum(gained * cprec, axis=-1), num_pos[..., 0], jnp.nan)
+
+
+def frame_average_precision(
+    *,
+    num_classes: int,
+    background: tuple[int, ...] = (),
+    ambiguous: tuple[int, ...] = (),
+    capacity: int | None = None,
+    num_thresholds: int | None = None,
+    interpolation: str = "step",
+) -> Accumulator:
+    """Accumulator of per-frame AP and cAP per class over all frames seen (LSTR-style).
+
+    ``update(state, targets, scores, *, mask=None)`` takes multi-hot targets and scores
+    ``[..., N, C]``; frames with a positive ``ambiguous`` column are dropped at once.
+    ``compute`` returns ``ap`` / ``cap`` ``float32[C]`` (NaN for background, ambiguous and
+    classes without positives), their means ``map`` / ``mcap``, ``frames`` and ``overflow``.
+
+    Args:
+      num_classes: static number of classes C.
+      background: static tuple of classes not scored.
+      ambiguous: static tuple of classes whose positive frames are removed.
+      capacity: static buffer size in frames (exact mode). Beyond it every result is NaN and
+        ``overflow`` counts the frames that did not fit. ``merge`` concatenates buffers.
+      num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
+        cAP are exactly those of the scores rounded down to multiples of
+        ``1 / num_thresholds``; ``merge`` adds and ``jax.lax.psum`` works. AP changes only
+        where a bin holds a positive and a negative of different scores.
+      interpolation: static AP interpolation in exact mode (binned mode is ``"step"``).
+
+    >>> acc = frame_average_precision(num_classes=1, capacity=8)
+    >>> state = acc.update(acc.init(), jnp.array([[1], [0], [1]]), jnp.array([[.9], [.8], [.7]]))
+    >>> round(float(acc.compute(state)["map"]), 4)
+    0.8333
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    capacity, num_thresholds = _one_of(capacity, num_thresholds)
+    interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
+    background = checks.static_labels("background", background)
+    ambiguous = checks.static_labels("ambiguous", ambiguous)
+    scored = jnp.asarray([c not in background + ambiguous for c in range(num_classes)])
+
+    def rows(targets, scores, mask):
+        targets = jnp.asarray(targets)
+        scores = checks.as_float("scores", scores, min_ndim=2)
+        if scores.shape[-1] != num_classes or targets.shape != scores.shape:
+            raise ValueError(
+                f"targets and scores must both have shape [..., N, {num_classes}], got "
+                f"{targets.shape} and {scores.shape}."
+            )
+        mask = checks.as_mask(mask, targets.shape[:-1])
+        targets = (targets != 0).reshape(-1, num_classes)
+        valid = jnp.ones(targets.shape[:1], bool) if mask is None else mask.reshape(-1)
+        if ambiguous:
+            valid = valid & ~jnp.any(targets[:, list(ambiguous)], axis=-1)
+        return targets, scores.reshape(-1, num_classes), valid
+
+    def finish(ap, cap, frames, overflow):
+        def means(x):
+            result = nanmean_classes(jnp.where(scored & ~overflow, x, jnp.nan))
+            return result.per_class, jnp.where(overflow, jnp.nan, result.mean)
+
+        ap, map_ = means(ap)
+        cap, mcap = means(cap)
+        return {"ap": ap, "map": map_, "cap": cap, "mcap": mcap, "frames": frames}
+
+    if capacity is not None:
+
+        def init():
+            return FrameBufferState(
+                jnp.zeros((capacity, num_classes), bool),
+                jnp.zeros((capacity, num_classes), jnp.float32),
+                jnp.zeros((), jnp.int32),
+                counting.zeros(),
+            )
+
+        def update(state, targets, scores, *, mask=None):
+            targets, scores, valid = rows(targets, scores, mask)
+            (t, s), stored = _append(
+                (state.targets, state.scores), state.stored, (targets, scores), valid
+            )
+            return FrameBufferState(t, s, stored, counting.add(state.seen, _total(valid)))
+
+        def compute(state):
+            valid = jnp.broadcast_to(jnp.arange(capacity) < state.stored, (num_classes, capacity))
+            t, s = state.targets.T, state.scores.T
+            frames = counting.to_float(state.seen)
+            overflow = frames - state.stored.astype(jnp.float32)
+            result = finish(
+                ap_rows(t, s, valid, interpolation=interpolation),
+                cap_rows(t, s, valid),
+                frames,
+                overflow > 0,
+            )
+            return {**result, "overflow": overflow}
+
+        return Accumulator(init, update, _merge_buffers, compute)
+
+    def init():
+        zero = counting.zeros((num_classes, num_thresholds))
+        return FrameHistogramState(zero, zero)
+
+    def update(state, targets, scores, *, mask=None):
+        targets, scores, valid = rows(targets, scores, mask)
+        cell = jnp.arange(num_classes, dtype=jnp.int32)[None, :] * num_thresholds + _bin(
+            scores, num_thresholds
+        )
+        size = num_classes * num_thresholds
+
+        def histogram(selected):
+            index = jnp.where(selected & valid[:, None], cell, size).reshape(-1)
+            counts = jnp.zeros(size + 1, jnp.int32).at[index].add(1)[:size]
+            return counts.reshape(num_classes, num_thresholds)
+
+        return FrameHistogramState(
+            counting.add(state.positives, histogram(targets)),
+            counting.add(state.negatives, histogram(~targets)),
+        )
+
+    def compute(state):
+        pos, neg = counting.to_float(state.positives), counting.to_float(state.negatives)
+        frames = jnp.sum(pos[0] + neg[0])
+        result = finish(_binned_ap(pos, neg), _binned_cap(pos, neg), frames, jnp.asarray(False))
+        return {**result, "overflow": jnp.zeros((), jnp.float32)}
+
+    return Accumulator(init, update, merge_states, compute)
+
+
+# --------------------------------------------------------------------------------------------
+# Detection
+# --------------------------------------------------------------------------------------------
+class DetectionBufferState(NamedTuple):
+    """Exact mode: matched predictions (label, score, TP per threshold) and GT counts."""
+
+    labels: jax.Array  # int32 [capacity]; num_classes = empty
+    scores: jax.Array  # float32 [capacity]
+    true_positive: jax.Array  # bool [capacity, K]
+    stored: jax.Array  # int32 scalar
+    seen: counting.Count  # valid predictions seen
+    num_positives: counting.Count  # [C]
+
+
+class DetectionHistogramState(NamedTuple):
+    """Binned mode: TP and FP per (class, threshold, score bin), and GT counts per class."""
+
+    true_positives: counting.Count  # [C, K, B]
+    false_positives: counting.Count  # [C, K, B]
+    num_positives: counting.Count  # [C]
+
+
+def _binned_detection_ap(tp_hist, fp_hist, npos, interpolation):
+    """All-point / 11-point AP with the predictions of each bin entering together."""
+    _, tp, fp = _binned_curves(tp_hist, fp_hist)  # [C, K, B]
+    npos = npos[:, None, None]
+    has_points = (tp + fp) > 0
+    precision = jnp.where(has_points, safe_divide(tp, tp + fp, 0.0), 0.0)
+    envelope = suffix_max(precision)
+    recall = safe_divide(tp, npos, 0.0)
+    if interpolation == "all_point":
+        gained = jnp.diff(recall, axis=-1, prepend=jnp.zeros_like(recall[..., :1]))
+        ap = jnp.sum(gained * envelope, axis=-1)
+    else:
+        values = []
+        for tenth in range(11):
+            reached = has_points & recall_reaches(tp, npos, tenth)
+            values.append(jnp.max(jnp.where(reached, envelope, 0.0), axis=-1))
+        ap = sum(values[1:], values[0]) / 11.0
+    return jnp.where(npos[..., 0] > 0, ap, jnp.nan)
+
+
+def detection(
+    *,
+    num_classes: int,
+    iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
+    capacity: int | None = None,
+    num_thresholds: int | None = None,
+    interpolation: str = "all_point",
+    matching: str = "activitynet",
+) -> Accumulator:
+    """Accumulator of detection AP per class and mAP (ActivityNet or VOC) over many batches.
+
+    Matching happens inside each video, so each ``update(state, gt_boxes, gt_labels,
+    pred_boxes, pred_labels, pred_scores, *, gt_mask=None, pred_mask=None)`` (``[V, ...]``
+    tables as :func:`detection_average_precision`) matches its videos at once and keeps
+    only (label, score, TP per threshold) of each prediction. ``compute`` returns ``ap``
+    ``float32[C, K]``, ``map`` ``[K]``, ``predictions`` and ``overflow``.
+
+    Args:
+      num_classes: static number of classes C.
+      iou_thresholds: static tuple of K IoU thresholds.
+      capacity: static number of predictions kept (exact mode); beyond it the results are
+        NaN and ``overflow`` counts the predictions that did not fit.
+      num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
+        the AP of scores rounded down to multiples of ``1 / num_thresholds``, the
+        predictions of a bin entering together).
+      interpolation: static ``"all_point"`` or ``"11point"``.
+      matching: static ``"activitynet"`` or ``"voc"``.
+
+    >>> acc = detection(num_classes=1, iou_thresholds=(0.5,), capacity=16)
+    >>> state = acc.update(acc.init(), jnp.array([[[0.0, 10.0]]]), jnp.array([[0]]),
+    ...                    jnp.array([[[0.0, 9.0], [1.0, 10.0]]]), jnp.array([[0, 0]]),
+    ...                    jnp.array([[0.9, 0.8]]))
+    >>> acc.compute(state)["ap"].tolist()
+    [[1.0]]
+    """
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    thresholds = static_iou_thresholds(iou_thresholds)
+    capacity, num_thresholds = _one_of(capacity, num_thresholds)
+    interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
+    matching = checks.static_choice("matching", matching, MATCHINGS)
+    num_k = len(thresholds)
+
+    def matched(gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask):
+        gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
+        pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
+        gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
+        pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
+        pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
+        gt_mask = checks.as_mask(gt_mask, gt_labels.shape, "gt_mask")
+        pred_mask = checks.as_mask(pred_mask, pred_labels.shape, "pred_mask")
+        gt_mask = jnp.ones(gt_labels.shape, bool) if gt_mask is None else gt_mask
+        pred_mask = jnp.ones(pred_labels.shape, bool) if pred_mask is None else pred_mask
+        flat = lambda x, n: x.reshape(-1, *x.shape[x.ndim - n :])  # noqa: E731
+        return match_detections(
+            flat(gt_boxes, 2),
+            flat(gt_labels, 1),
+            flat(gt_mask, 1),
+            flat(pred_boxes, 2),
+            flat(pred_labels, 1),
+            flat(pred_scores, 1),
+            flat(pred_mask, 1),
+            num_classes=num_classes,
+            thresholds=thresholds,
+            matching=matching,
+        )
+
+    if capacity is not None:
+
+        def init():
+            return DetectionBufferState(
+                jnp.full((capacity,), num_classes, jnp.int32),
+                jnp.zeros((capacity,), jnp.float32),
+                jnp.zeros((capacity, num_k), bool),
+                jnp.zeros((), jnp.int32),
+                counting.zeros(),
+                counting.zeros((num_classes,)),
+            )
+
+        def update(
+            state,
+            gt_boxes,
+            gt_labels,
+            pred_boxes,
+            pred_labels,
+            pred_scores,
+            *,
+            gt_mask=None,
+            pred_mask=None,
+        ):
+            m = matched(
+                gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask
+            )
+            valid = m.label < num_classes
+            (labels, scores, tp), stored = _append(
+                (state.labels, state.scores, state.true_positive),
+                state.stored,
+                (m.label, m.score, m.true_positive),
+                valid,
+            )
+            return DetectionBufferState(
+                labels,
+                scores,
+                tp,
+                stored,
+                counting.add(state.seen, _total(valid)),
+                counting.add(state.num_positives, m.num_positives),
+            )
+
+        def merge(a, b):
+            valid = jnp.arange(capacity) < b.stored
+            (labels, scores, tp), stored = _append(
+                (a.labels, a.scores, a.true_positive),
+                a.stored,
+                (b.labels, b.scores, b.true_positive),
+                valid,
+            )
+            return DetectionBufferState(
+                labels,
+                scores,
+                tp,
+                stored,
+                counting.merge(a.seen, b.seen),
+                counting.merge(a.num_positives, b.num_positives),
+            )
+
+        def compute(state):
+            npos = counting.to_float(state.num_positives)
+            matches = Matches(
+                state.labels, state.scores, state.true_positive, jnp.round(npos).astype(jnp.int32)
+            )
+            ap = class_average_precision(
+                matches, num_classes=num_classes, interpolation=interpolation
+            )
+            seen = counting.to_float(state.seen)
+            overflow = seen - state.stored.astype(jnp.float32)
+            ap = jnp.where(overflow > 0, jnp.nan, ap)
+            mean = nanmean_classes(ap.T).mean
+            return {
+                "ap": ap,
+                "map": jnp.where(overflow > 0, jnp.nan, mean),
+                "predictions": seen,
+                "overflow": overflow,
+            }
+
+        return Accumulator(init, update, merge, compute)
+
+    def init():
+        zero = counting.zeros((num_classes, num_k, num_thresholds))
+        return DetectionHistogramState(zero, zero, counting.zeros((num_classes,)))
+
+    def update(
+        state,
+        gt_boxes,
+        gt_labels,
+        pred_boxes,
+        pred_labels,
+        pred_scores,
+        *,
+        gt_mask=None,
+        pred_mask=None,
+    ):
+        m = matched(gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask)
+        size = num_classes * num_k * num_thresholds
+        cell = (
+            m.label[:, None] * num_k + jnp.arange(num_k, dtype=jnp.int32)[None, :]
+        ) * num_thresholds + _bin(m.score, num_thresholds)[:, None]
+        valid = (m.label < num_classes)[:, None]
+
+        def histogram(selected):
+            index = jnp.where(selected & valid, cell, size).reshape(-1)
+            counts = jnp.zeros(size + 1, jnp.int32).at[index].add(1)[:size]
+            return counts.reshape(num_classes, num_k, num_thresholds)
+
+        return DetectionHistogramState(
+            counting.add(state.true_positives, histogram(m.true_positive)),
+            counting.add(state.false_positives, histogram(~m.true_positive)),
+            counting.add(state.num_positives, m.num_positives),
+        )
+
+    def compute(state):
+        tp, fp = counting.to_float(state.true_positives), counting.to_float(state.false_positives)
+        npos = counting.to_float(state.num_positives)
+        ap = _binned_detection_ap(tp, fp, npos, interpolation)
+        return {
+            "ap": ap,
+            "map": nanmean_classes(ap.T).mean,
+            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]),
+            "overflow": jnp.zeros((), jnp.float32),
+        }
+
+    return Accumulator(init, update, merge_states, compute)

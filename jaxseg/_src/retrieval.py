@@ -1,0 +1,209 @@
+"""Retrieval metrics from a similarity matrix: ranks, Recall@K, MRR, median and mean rank.
+
+The rank of a query's match is counted, not sorted: the number of valid items scored higher,
+plus a share of the tied ones set by ``ties``. So a constant similarity earns no credit under
+the default ``"pessimistic"`` rule.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from jaxseg._src import checks
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.ranking import static_ks
+
+TIES = ("pessimistic", "optimistic", "average")
+
+
+def _ranks(similarity, targets, mask, item_mask, ties):
+    """Validated 0-based ranks ``float32[..., Q]`` and the query validity ``bool[..., Q]``."""
+    ties = checks.static_choice("ties", ties, TIES)
+    similarity = checks.as_float("similarity", similarity, min_ndim=2)
+    *batch, num_queries, num_items = similarity.shape
+    batch = tuple(batch)
+    if targets is None:
+        if num_queries > num_items:
+            raise ValueError(
+                f"similarity [..., Q, I] needs Q <= I for diagonal matches (targets=None), got "
+                f"{similarity.shape}."
+            )
+        targets = jnp.broadcast_to(jnp.arange(num_queries, dtype=jnp.int32), (*batch, num_queries))
+    targets = checks.as_int_labels("targets", targets)
+    if targets.shape != (*batch, num_queries):
+        raise ValueError(f"targets must have shape {(*batch, num_queries)}, got {targets.shape}.")
+    mask = checks.as_mask(mask, (*batch, num_queries))
+    item_mask = checks.as_mask(item_mask, (*batch, num_items), "item_mask")
+    target = jnp.clip(targets.astype(jnp.int32), 0, max(num_items - 1, 0))[..., None]
+    matched = jnp.take_along_axis(similarity, target, axis=-1)
+    index = lax.broadcasted_iota(jnp.int32, similarity.shape, similarity.ndim - 1)
+    others = index != target
+    if item_mask is not None:
+        others = others & item_mask[..., None, :]
+    higher = jnp.sum(others & (similarity > matched), axis=-1, dtype=jnp.int32)
+    tied = jnp.sum(others & (similarity == matched), axis=-1, dtype=jnp.int32)
+    if ties == "pessimistic":
+        rank = (higher + tied).astype(jnp.float32)
+    elif ties == "optimistic":
+        rank = higher.astype(jnp.float32)
+    else:
+        rank = higher.astype(jnp.float32) + 0.5 * tied.astype(jnp.float32)
+    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    return rank, valid
+
+
+def _query_mean(values, valid):
+    total = jnp.sum(jnp.where(valid, values, 0.0), axis=-1)
+    count = jnp.sum(valid, axis=-1, dtype=jnp.int32).astype(jnp.float32)
+    return safe_divide(total, count, jnp.nan)
+
+
+_ARGS = """
+    Args:
+      similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer).
+      targets: optional integer ``[..., Q]``: index of each query's match; default the
+        diagonal (query ``q`` matches item ``q``).
+      mask: optional ``bool[..., Q]``, True = valid query.
+      item_mask: optional ``bool[..., I]``, True = real item (padding items never outrank).
+      ties: static ``"pessimistic"`` (default: tied items rank ahead of the match),
+        ``"optimistic"`` (behind it) or ``"average"`` (half of them ahead)."""
+
+
+def retrieval_ranks(
+    similarity: jax.typing.ArrayLike,
+    *,
+    targets: jax.typing.ArrayLike | None = None,
+    item_mask: jax.typing.ArrayLike | None = None,
+    ties: str = "pessimistic",
+) -> jax.Array:
+    """0-based rank of each query's match: the number of items ranked ahead of it.
+
+    {args}
+
+    Returns:
+      ``float32[..., Q]`` in [0, I - 1] (a multiple of 0.5 with ``ties="average"``).
+
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> retrieval_ranks(sim).tolist()
+    [0.0, 2.0, 2.0]
+
+    Note: the similarity comes first (not truth first) because the targets are optional.
+    """
+    return _ranks(similarity, targets, None, item_mask, ties)[0]
+
+
+def recall_at_k(
+    similarity: jax.typing.ArrayLike,
+    *,
+    k: tuple[int, ...] = (1, 5, 10),
+    targets: jax.typing.ArrayLike | None = None,
+    mask: jax.typing.ArrayLike | None = None,
+    item_mask: jax.typing.ArrayLike | None = None,
+    ties: str = "pessimistic",
+) -> jax.Array:
+    """Recall@K: fraction of valid queries whose match ranks among the first ``k`` items.
+
+    ``R@k = mean_q [rank_q < k]`` with 0-based ranks from :func:`retrieval_ranks`.
+
+    {args}
+      k: static tuple of positive ints (an int is accepted).
+
+    Returns:
+      ``float32[..., len(k)]`` in [0, 1]; NaN when no query is valid.
+
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> recall_at_k(sim, k=(1, 2)).tolist()
+    [0.3333333432674408, 0.3333333432674408]
+
+    References:
+      Luo et al., "CLIP4Clip", 2021 (``metrics.compute_metrics``, no ties);
+      Liu et al., "Use What You Have: Video retrieval using representations from collaborative
+      experts", BMVC 2019 (tie averaging).
+    """
+    ks = static_ks(k)
+    rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
+    hits = [_query_mean((rank < kk).astype(jnp.float32), valid) for kk in ks]
+    return jnp.stack(hits, axis=-1)
+
+
+def mean_reciprocal_rank(
+    similarity: jax.typing.ArrayLike,
+    *,
+    targets: jax.typing.ArrayLike | None = None,
+    mask: jax.typing.ArrayLike | None = None,
+    item_mask: jax.typing.ArrayLike | None = None,
+    ties: str = "pessimistic",
+) -> jax.Array:
+    """Mean reciprocal rank: ``mean_q 1 / (rank_q + 1)`` over valid queries.
+
+    {args}
+
+    Returns:
+      ``float32[...]`` in (0, 1]; NaN when no query is valid.
+
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> round(float(mean_reciprocal_rank(sim)), 6)
+    0.555556
+    """
+    rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
+    return _query_mean(1.0 / (rank + 1.0), valid)
+
+
+def mean_rank(
+    similarity: jax.typing.ArrayLike,
+    *,
+    targets: jax.typing.ArrayLike | None = None,
+    mask: jax.typing.ArrayLike | None = None,
+    item_mask: jax.typing.ArrayLike | None = None,
+    ties: str = "pessimistic",
+) -> jax.Array:
+    """Mean 1-based rank of the matches (CLIP4Clip's MeanR).
+
+    {args}
+
+    Returns:
+      ``float32[...]`` in [1, I]; NaN when no query is valid.
+
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> float(mean_rank(sim))
+    2.3333332538604736
+    """
+    rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
+    return _query_mean(rank + 1.0, valid)
+
+
+def median_rank(
+    similarity: jax.typing.ArrayLike,
+    *,
+    targets: jax.typing.ArrayLike | None = None,
+    mask: jax.typing.ArrayLike | None = None,
+    item_mask: jax.typing.ArrayLike | None = None,
+    ties: str = "pessimistic",
+) -> jax.Array:
+    """Median 1-based rank of the matches (CLIP4Clip's MedR; mean of the middle two if even).
+
+    {args}
+
+    Returns:
+      ``float32[...]`` in [1, I]; NaN when no query is valid.
+
+    >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
+    >>> float(median_rank(sim))
+    3.0
+    """
+    rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
+    count = jnp.sum(valid, axis=-1, dtype=jnp.int32, keepdims=True)
+    ordered = jnp.sort(jnp.where(valid, rank, jnp.inf), axis=-1)
+    last = max(ordered.shape[-1] - 1, 0)
+    lower = jnp.take_along_axis(ordered, jnp.clip((count - 1) // 2, 0, last), axis=-1)
+    upper = jnp.take_along_axis(ordered, jnp.clip(count // 2, 0, last), axis=-1)
+    median = 0.5 * (lower + upper) + 1.0
+    return jnp.where(count > 0, median, jnp.nan)[..., 0]
+
+
+_MASK_LINE = "      mask: optional ``bool[..., Q]``, True = valid query.\n"
+for _fn in (retrieval_ranks, recall_at_k, mean_reciprocal_rank, mean_rank, median_rank):
+    _args = _ARGS.replace(_MASK_LINE, "") if _fn is retrieval_ranks else _ARGS
+    _fn.__doc__ = _fn.__doc__.replace("    {args}", _args.strip("\n"))

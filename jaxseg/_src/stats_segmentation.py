@@ -1,0 +1,456 @@
+"""Dataset-level segmentation metrics as weighted sums of per-video statistics.
+
+These are ``metric_fn(stats, weights)`` functions for :mod:`jaxseg._src.stats`: the MS-TCN
+dataset numbers of the multiset of videos in which video ``i`` occurs ``weights[i]`` times.
+Every total is an int32 weighted sum of integers, so a weighted evaluation equals, bit for
+bit, the evaluation of the explicitly resampled list of videos. The host-side helpers at the
+end turn an Evaluator's statistics into intervals and paired tests per reported metric.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxseg._src import checks
+from jaxseg._src.batching import lift
+from jaxseg._src.edit import edit_score_from_distance
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.segmentation import DEFAULT_OVERLAPS, SegmentationStatistics
+from jaxseg._src.stats import (
+    bootstrap,
+    paired_bootstrap_test,
+    permutation_test,
+    weighted_sum,
+)
+
+_WORD_BITS = 13
+_WORDS = 3
+# Weighted int32 totals stay exact while they are below 2^31 (guarded with this margin
+# against the float32 rounding of the guard itself).
+_INT32_LIMIT = 0.99 * 2.0**31
+
+
+def _fraction_words(x):
+    """int32 ``[..., 3]`` words ``w`` with ``x = sum_k w_k 2^(-13 (k + 1))`` for ``x`` in [0, 1].
+
+    Exact for every float32 in ``[2^-16, 1]`` and for 0 (their ulp is at least 2^-39); smaller
+    values are truncated to a multiple of 2^-39. Integer words make weighted sums of fractions
+    exact and independent of the order of the videos.
+    """
+    words = []
+    for _ in range(_WORDS):
+        x = x * (1 << _WORD_BITS)
+        word = jnp.floor(x)
+        words.append(word)
+        x = x - word
+    return jnp.stack(words, axis=-1).astype(jnp.int32)
+
+
+def _words_to_float(totals):
+    """float32 ``sum_k totals[..., k] 2^(-13 (k + 1))``, always in the same order."""
+    value = jnp.zeros(totals.shape[:-1], jnp.float32)
+    for k in range(_WORDS):
+        value = value + totals[..., k].astype(jnp.float32) * 2.0 ** (-_WORD_BITS * (k + 1))
+    return value
+
+
+def _fits_int32(frames, weights):
+    """False when a weighted total (at most ``max(sum w frames, 2^13 sum w)``) may overflow."""
+    w = jnp.asarray(weights).astype(jnp.float32)
+    largest = jnp.maximum(jnp.dot(w, frames.astype(jnp.float32)), jnp.sum(w) * (1 << _WORD_BITS))
+    return largest < _INT32_LIMIT
+
+
+def _ones_if_none(weights, n):
+    return jnp.ones(n, jnp.int32) if weights is None else jnp.asarray(weights)
+
+
+def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
+    """Dataset accuracy, edit and segmental precision/recall/F1@tau of weighted videos.
+
+    With per-video multiplicities ``w`` (MS-TCN's dataset numbers when ``w = 1``):
+    ``accuracy = sum w correct / sum w frames``; ``edit`` = ``sum w e / sum w`` over videos
+    with frames, ``e = 1 - edit_distance / max(|P|, |Y|)`` (1 when both are 0); and from
+    ``TP = sum w tp`` etc., ``precision = TP / (TP + FP)``, ``recall = TP / (TP + FN)``,
+    ``f1 = 2 TP / (2 TP + FP + FN)`` (0 when 0/0, MS-TCN's ``nan_to_num``). Totals are int32
+    (per-video edit scores as three 13-bit fixed-point words), so the result depends only on
+    the multiset of videos, never on their order.
+
+    Args:
+      stats: :class:`~jaxseg._src.segmentation.SegmentationStatistics` with leaves ``[N]``
+        (``[N, K]`` for tp/fp/fn), e.g. ``Evaluator.statistics()``.
+      weights: optional int32 ``[N]`` non-negative multiplicities; default 1 per video.
+
+    Returns:
+      dict of float32 in [0, 1]: ``"accuracy"`` ``[]`` (NaN without frames), ``"edit"`` ``[]``
+      (NaN without a video with frames), ``"precision"``, ``"recall"``, ``"f1"`` ``[K]``.
+      Edit and the segmental values are NaN if any video overflowed a segment capacity;
+      everything is NaN if a weighted total could exceed int32 (more than about 2.1e9
+      resampled frames, or more than about 260,000 resampled videos).
+
+    >>> s = SegmentationStatistics(  # two videos (from segmentation_statistics)
+    ...     frames=jnp.array([4, 6]), correct=jnp.array([3, 6]),
+    ...     edit_distance=jnp.array([1, 0]), target_segments=jnp.array([2, 1]),
+    ...     predicted_segments=jnp.array([3, 1]), tp=jnp.array([[2, 1], [1, 1]]),
+    ...     fp=jnp.array([[1, 2], [0, 0]]), fn=jnp.array([[0, 1], [0, 0]]),
+    ...     overflow=jnp.array([False, False]))
+    >>> m = segmentation_metrics(s)
+    >>> round(float(m["accuracy"]), 4), round(float(m["edit"]), 4), m["f1"].tolist()
+    (0.9, 0.8333, [0.8571428656578064, 0.5714285969734192])
+    >>> float(segmentation_metrics(s, jnp.array([2, 0]))["accuracy"])  # video 0 twice
+    0.75
+    """
+    frames = jnp.asarray(stats.frames)
+    weights = _ones_if_none(weights, frames.shape[0])
+    has_frames = frames > 0
+    edit = edit_score_from_distance(
+        jnp.asarray(stats.edit_distance),
+        jnp.asarray(stats.target_segments),
+        jnp.asarray(stats.predicted_segments),
+    )
+    edit_words = jnp.where(has_frames[:, None], _fraction_words(edit), 0)
+    counts = [jnp.asarray(x) for x in (stats.tp, stats.fp, stats.fn)]
+    k = counts[0].shape[-1]
+    design = jnp.concatenate(
+        [
+            jnp.stack([frames, jnp.asarray(stats.correct), has_frames.astype(jnp.int32)], axis=-1),
+            edit_words,
+            *counts,
+        ],
+        axis=-1,
+    )
+    totals = weighted_sum(design, weights)
+    total_frames, total_correct, videos = (totals[i].astype(jnp.float32) for i in range(3))
+    tp, fp, fn = (
+        totals[3 + _WORDS + i * k : 3 + _WORDS + (i + 1) * k].astype(jnp.float32) for i in range(3)
+    )
+    segmental_valid = ~jnp.any(jnp.asarray(stats.overflow))
+    fits = _fits_int32(frames, weights)
+
+    def segmental(x):
+        return jnp.where(fits & segmental_valid, x, jnp.nan)
+
+    return {
+        "accuracy": jnp.where(fits, safe_divide(total_correct, total_frames, jnp.nan), jnp.nan),
+        "edit": segmental(safe_divide(_words_to_float(totals[3 : 3 + _WORDS]), videos, jnp.nan)),
+        "precision": segmental(safe_divide(tp, tp + fp, 0.0)),
+        "recall": segmental(safe_divide(tp, tp + fn, 0.0)),
+        "f1": segmental(safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)),
+    }
+
+
+class ClassStatistics(NamedTuple):
+    """Per-video, per-class frame counts (int32 ``[..., C]``).
+
+    Attributes:
+      support: valid frames whose target is class c.
+      predicted: valid frames predicted as class c.
+      correct: valid frames whose target and prediction are both class c.
+    """
+
+    support: jax.Array
+    predicted: jax.Array
+    correct: jax.Array
+
+
+def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> ClassStatistics:
+    """Per-class frame counts of each sequence: the statistics of :func:`class_metrics`.
+
+    ``support_c = #{t : y_t = c}``, ``predicted_c = #{t : p_t = c}``,
+    ``correct_c = #{t : y_t = p_t = c}`` over valid frames. Labels outside ``[0, C)`` are a
+    precondition violation (not checked inside jit; such frames are not counted).
+
+    Args:
+      targets: integer ``[..., T]`` true labels.
+      predictions: integer ``[..., T]`` predicted labels.
+      num_classes: static number of classes C.
+      mask: optional bool ``[..., T]``, True = valid frame.
+
+    Returns:
+      :class:`ClassStatistics` of int32 ``[..., C]``.
+
+    >>> class_statistics([0, 1, 1], [0, 1, 0], num_classes=2).correct.tolist()
+    [1, 1]
+    """
+    targets = checks.as_int_labels("targets", targets)
+    predictions = checks.as_int_labels("predictions", predictions)
+    checks.same_shape("targets", targets, "predictions", predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    c = checks.static_int("num_classes", num_classes, minimum=1)
+    if mask is None:
+        mask = jnp.ones(targets.shape, jnp.bool_)
+
+    def one(t, p, m):
+        def count(labels, valid):
+            return jnp.zeros(c, jnp.int32).at[labels].add(valid.astype(jnp.int32), mode="drop")
+
+        return ClassStatistics(count(t, m), count(p, m), count(t, m & (t == p)))
+
+    return lift(one, (targets, predictions, mask), (1, 1, 1))
+
+
+def class_metrics(stats: ClassStatistics, weights=None) -> dict:
+    """Dataset per-class accuracy (recall) and its mean over classes, of weighted videos.
+
+    ``class_accuracy_c = sum w correct_c / sum w support_c``; 0 for a class that is predicted
+    but never a target, NaN for a class absent from both (as the Evaluator). The mean skips
+    NaN classes (NaN if all are). A class absent from a bootstrap resample is NaN in that
+    replicate, which makes its interval NaN.
+
+    Args:
+      stats: :class:`ClassStatistics` with leaves ``[N, C]``.
+      weights: optional int32 ``[N]`` non-negative multiplicities; default 1 per video.
+
+    Returns:
+      dict: ``"class_accuracy"`` float32 ``[C]`` and ``"mean_class_accuracy"`` float32 ``[]``,
+      in [0, 1]; all NaN if a weighted total could exceed int32.
+
+    >>> s = class_statistics([[0, 1, 1], [2, 2, 2]], [[0, 1, 0], [2, 2, 2]], num_classes=4)
+    >>> class_metrics(s)["class_accuracy"].tolist()
+    [1.0, 0.5, 1.0, nan]
+    """
+    support = jnp.asarray(stats.support)
+    weights = _ones_if_none(weights, support.shape[0])
+    support_total, predicted_total, correct_total = (
+        weighted_sum(x, weights).astype(jnp.float32)
+        for x in (support, stats.predicted, stats.correct)
+    )
+    present = (support_total > 0) | (predicted_total > 0)
+    accuracy = jnp.where(present, safe_divide(correct_total, support_total, 0.0), jnp.nan)
+    mean = safe_divide(
+        jnp.sum(jnp.where(present, accuracy, 0.0)), jnp.sum(present.astype(jnp.float32)), jnp.nan
+    )
+    fits = _fits_int32(jnp.sum(support, axis=-1), weights)
+    return {
+        "class_accuracy": jnp.where(fits, accuracy, jnp.nan),
+        "mean_class_accuracy": jnp.where(fits, mean, jnp.nan),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Host-side helpers for the Evaluator and the command line.
+# --------------------------------------------------------------------------------------------
+def _all_metrics(stats, weights):
+    segmentation, classes = stats
+    out = segmentation_metrics(segmentation, weights)
+    if classes is not None:
+        out.update(class_metrics(classes, weights))
+    return out
+
+
+_bootstrap = jax.jit(
+    bootstrap,
+    static_argnums=(1,),
+    static_argnames=("num_samples", "confidence", "method", "batch_size"),
+)
+_paired_bootstrap_test = jax.jit(
+    paired_bootstrap_test,
+    static_argnums=(2,),
+    static_argnames=("num_samples", "confidence", "method", "alternative", "batch_size"),
+)
+_permutation_test = jax.jit(
+    permutation_test,
+    static_argnums=(2,),
+    static_argnames=("num_samples", "alternative", "batch_size"),
+)
+
+
+def _on_device(statistics, classes):
+    segmentation = jax.tree_util.tree_map(jnp.asarray, SegmentationStatistics(*statistics))
+    if classes is None:
+        return segmentation, None
+    return segmentation, jax.tree_util.tree_map(jnp.asarray, ClassStatistics(*classes))
+
+
+def _by_metric(overlaps, leaf, *trees):
+    """``{"accuracy": leaf(...), "f1": {tau: leaf(...)}, ...}`` as the Evaluator reports."""
+    out = {}
+    for name in trees[0]:
+        values = [np.asarray(t[name]) for t in trees]
+        if name in ("precision", "recall", "f1"):
+            if values[0].shape != (len(overlaps),):
+                raise ValueError(
+                    f"overlaps must list the {values[0].shape[0]} thresholds of the "
+                    f"statistics, got {tuple(overlaps)}."
+                )
+            out[name] = {tau: leaf(*(v[i] for v in values)) for i, tau in enumerate(overlaps)}
+        elif name == "class_accuracy":
+            out[name] = [leaf(*(v[c] for v in values)) for c in range(values[0].shape[0])]
+        else:
+            out[name] = leaf(*values)
+    return out
+
+
+def segmentation_intervals(
+    statistics,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    confidence: float = 0.95,
+    num_samples: int = 10_000,
+    method: str = "percentile",
+    seed: int = 0,
+    strata=None,
+    class_stats=None,
+) -> dict:
+    """Bootstrap confidence intervals of every dataset metric the Evaluator reports (host side).
+
+    Resamples videos (:func:`~jaxseg._src.stats.bootstrap`, jit-compiled) over
+    :func:`segmentation_metrics` and, if given, :func:`class_metrics`.
+
+    Args:
+      statistics: ``SegmentationStatistics`` of numpy or JAX arrays ``[N, ...]``
+        (``Evaluator.statistics()``).
+      overlaps: the thresholds of ``statistics.tp`` (keys of the ``"f1"`` etc. dicts).
+      confidence: coverage level in (0, 1) (default 0.95).
+      num_samples: number of bootstrap replicates (default 10,000).
+      method: ``"percentile"`` (default) or ``"bca"``.
+      seed: integer seed of ``jax.random.key`` (default 0): the same seed, the same intervals.
+      strata: optional integer ``[N]`` group ids for stratified resampling.
+      class_stats: optional :class:`ClassStatistics` ``[N, C]`` of the same videos.
+
+    Returns:
+      dict shaped like ``Evaluator.get()``'s metrics with ``(lower, upper)`` Python floats per
+      value: ``"accuracy"``, ``"edit"``, ``"precision"``/``"recall"``/``"f1"`` as
+      ``{tau: (lower, upper)}``; with ``class_stats`` also ``"mean_class_accuracy"`` and
+      ``"class_accuracy"`` (numpy float64 ``[C, 2]``).
+
+    >>> n = 6  # videos of 4 frames and 2 segments, each correctly matched
+    >>> s = SegmentationStatistics(
+    ...     frames=np.full(n, 4), correct=np.array([4, 3, 4, 2, 4, 3]),
+    ...     edit_distance=np.zeros(n, int), target_segments=np.full(n, 2),
+    ...     predicted_segments=np.full(n, 2), tp=np.full((n, 3), 2),
+    ...     fp=np.zeros((n, 3), int), fn=np.zeros((n, 3), int), overflow=np.zeros(n, bool))
+    >>> ci = segmentation_intervals(s, num_samples=1000)
+    >>> ci["accuracy"][0] < 20 / 24 < ci["accuracy"][1], ci["f1"][0.5]
+    (True, (1.0, 1.0))
+    """
+    stats = _on_device(statistics, class_stats)
+    result = _bootstrap(
+        stats,
+        _all_metrics,
+        key=jax.random.key(seed),
+        num_samples=num_samples,
+        confidence=confidence,
+        method=method,
+        strata=strata,
+    )
+    out = _by_metric(
+        tuple(overlaps), lambda lo, hi: (float(lo), float(hi)), result.lower, result.upper
+    )
+    if "class_accuracy" in out:
+        out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
+    return out
+
+
+def _check_same_videos(a: SegmentationStatistics, b: SegmentationStatistics):
+    frames_a, frames_b = np.asarray(a.frames), np.asarray(b.frames)
+    if frames_a.shape != frames_b.shape:
+        raise ValueError(
+            "statistics_a and statistics_b must describe the same videos, got "
+            f"{frames_a.shape[0] if frames_a.ndim else frames_a.shape} and "
+            f"{frames_b.shape[0] if frames_b.ndim else frames_b.shape} videos."
+        )
+    differ = np.flatnonzero(frames_a != frames_b)
+    if differ.size:
+        i = int(differ[0])
+        raise ValueError(
+            "statistics_a and statistics_b must describe the same videos in the same order, but "
+            f"video {i} has {int(frames_a[i])} frames in a and {int(frames_b[i])} in b."
+        )
+
+
+def segmentation_comparison(
+    statistics_a,
+    statistics_b,
+    *,
+    overlaps=DEFAULT_OVERLAPS,
+    confidence: float = 0.95,
+    num_samples: int = 10_000,
+    alternative: str = "two-sided",
+    seed: int = 0,
+    strata=None,
+    class_stats_a=None,
+    class_stats_b=None,
+) -> dict:
+    """Paired comparison of two models per reported metric (host side, for ``jaxseg compare``).
+
+    For each metric: the paired bootstrap interval and p-value of ``a - b``
+    (:func:`~jaxseg._src.stats.paired_bootstrap_test`) and the paired permutation p-value
+    (:func:`~jaxseg._src.stats.permutation_test`), both with ``num_samples`` draws.
+
+    Args:
+      statistics_a: ``SegmentationStatistics`` ``[N, ...]`` of model A.
+      statistics_b: the same for model B, on the same videos in the same order (checked:
+        equal frame counts per video).
+      overlaps: the thresholds of the statistics.
+      confidence: level of the interval in (0, 1) (default 0.95).
+      num_samples: number of bootstrap replicates and of permutations (default 10,000).
+      alternative: ``"two-sided"`` (default), ``"greater"`` (A better) or ``"less"``.
+      seed: integer seed (default 0).
+      strata: optional integer ``[N]`` group ids for stratified bootstrap resampling.
+      class_stats_a: optional :class:`ClassStatistics` of model A (then also of B).
+      class_stats_b: optional :class:`ClassStatistics` of model B.
+
+    Returns:
+      dict shaped like ``Evaluator.get()``'s metrics; each value is a dict of Python floats
+      ``{"a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value"}``
+      (``class_accuracy``: numpy float64 ``[C, 7]`` in that column order).
+
+    >>> n = 6  # videos of 4 frames and 2 segments, each correctly matched
+    >>> a = SegmentationStatistics(
+    ...     frames=np.full(n, 4), correct=np.full(n, 4), edit_distance=np.zeros(n, int),
+    ...     target_segments=np.full(n, 2), predicted_segments=np.full(n, 2),
+    ...     tp=np.full((n, 3), 2), fp=np.zeros((n, 3), int), fn=np.zeros((n, 3), int),
+    ...     overflow=np.zeros(n, bool))
+    >>> b = a._replace(correct=np.full(n, 3))  # model B misses one frame per video
+    >>> r = segmentation_comparison(a, b, num_samples=1000)["accuracy"]
+    >>> r["difference"], r["permutation_p_value"] < 0.1  # exact p: 2 / 2^6
+    (0.25, True)
+    """
+    if (class_stats_a is None) != (class_stats_b is None):
+        raise ValueError("class_stats_a and class_stats_b must be given together.")
+    _check_same_videos(statistics_a, statistics_b)
+    a = _on_device(statistics_a, class_stats_a)
+    b = _on_device(statistics_b, class_stats_b)
+    bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
+    n = a[0].frames.shape[0]
+    values_a = _all_metrics(a, jnp.ones(n, jnp.int32))
+    values_b = _all_metrics(b, jnp.ones(n, jnp.int32))
+    paired = _paired_bootstrap_test(
+        a,
+        b,
+        _all_metrics,
+        key=bootstrap_key,
+        num_samples=num_samples,
+        confidence=confidence,
+        alternative=alternative,
+        strata=strata,
+    )
+    permuted = _permutation_test(
+        a, b, _all_metrics, key=permutation_key, num_samples=num_samples, alternative=alternative
+    )
+    fields = ("a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value")
+
+    def leaf(*values):
+        return dict(zip(fields, (float(v) for v in values), strict=True))
+
+    out = _by_metric(
+        tuple(overlaps),
+        leaf,
+        values_a,
+        values_b,
+        paired.difference,
+        paired.lower,
+        paired.upper,
+        paired.p_value,
+        permuted.p_value,
+    )
+    if "class_accuracy" in out:
+        out["class_accuracy"] = np.array(
+            [[row[f] for f in fields] for row in out["class_accuracy"]], np.float64
+        )
+    return out

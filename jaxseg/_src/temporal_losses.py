@@ -1,0 +1,292 @@
+"""Frame-transition losses (smoothing, segment starts, CTC transcript) and 1-D interval losses."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxseg._src import checks
+from jaxseg._src.batching import lift
+from jaxseg._src.loss_utils import (
+    compact_frames,
+    compute_dtype,
+    logits_and_labels,
+    probabilities,
+)
+from jaxseg._src.numerics import safe_divide
+from jaxseg._src.segments import count_of, segments_of
+from jaxseg._src.soft_edit import segment_starts
+
+
+def smoothing_loss(logits, labels=None, *, mask=None, threshold=4.0) -> jax.Array:
+    r"""MS-TCN's truncated mean squared error between adjacent frames' log-probabilities.
+
+    .. math::
+        \frac{1}{(n-1) C} \sum_{t=1}^{n-1} \sum_c
+        \min\big((\log p_t(c) - \mathrm{sg}[\log p_{t-1}(c)])^2, \tau^2\big)
+
+    over the ``n`` valid frames (masked frames removed first, so the frames on both sides of
+    a masked gap are adjacent); ``sg`` stops the gradient, as in MS-TCN.
+
+    Args:
+      logits: float ``[..., T, C]`` unnormalised scores.
+      labels: unused (accepted so that every loss has the same signature); may be ``None``.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      threshold: float ``τ``; squared differences are truncated at ``τ²``. Default 4.
+
+    Returns:
+      float32 ``[...]`` in ``[0, τ²]``; 0 for a sequence with fewer than two valid frames.
+
+    >>> logits = jnp.log(jnp.array([[0.5, 0.5], [0.5, 0.5], [0.9, 0.1]]))
+    >>> round(float(smoothing_loss(logits)), 4)  # ((log 1.8)^2 + (log 0.2)^2) / (2 * 2)
+    0.7339
+
+    Note:
+      MS-TCN averages over the whole padded batch; this is one value per sequence.
+
+    References:
+      Abu Farha & Gall, MS-TCN, CVPR 2019 (the T-MSE term, weight 0.15 there).
+    """
+    logits = checks.as_float("logits", logits, min_ndim=2)
+    if labels is not None:
+        labels = checks.as_int_labels("labels", labels)
+        checks.same_shape("labels", labels, "logits.shape[:-1]", logits[..., 0])
+    mask = checks.as_mask(mask, logits.shape[:-1])
+    mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
+
+    def one(x, valid):
+        dtype = compute_dtype(x)
+        log_probs = jax.nn.log_softmax(x.astype(dtype), axis=-1)
+        log_probs, n = compact_frames(log_probs, valid)
+        difference = log_probs[1:] - jax.lax.stop_gradient(log_probs[:-1])
+        squared = jnp.minimum(difference * difference, threshold * threshold)
+        pair_valid = (jnp.arange(1, x.shape[0], dtype=jnp.int32) < n)[:, None]
+        total = jnp.sum(jnp.where(pair_valid, squared, 0.0))
+        return safe_divide(total, (jnp.maximum(n - 1, 0) * x.shape[-1]).astype(dtype))
+
+    return lift(one, (logits, mask), (2, 1))
+
+
+def segment_start_penalty(
+    logits, labels, *, mask=None, background=(), normalize="target"
+) -> jax.Array:
+    r"""Soft number of predicted segment starts (a total-variation penalty).
+
+    .. math::
+        \sum_t \sum_{c \notin \mathrm{bg}} \max(p_t(c) - p_{t-1}(c), 0), \quad p_{-1} = 0,
+
+    over valid frames; on one-hot probabilities it is the number of predicted (non-background)
+    segments. ``normalize="target"`` divides by the number of label segments (at least 1).
+
+    Args:
+      logits: float ``[..., T, C]`` unnormalised scores.
+      labels: integer ``[..., T]`` frame labels (used for the normalisation only).
+      mask: optional bool ``[..., T]``, True = valid frame.
+      background: static tuple of labels that form no segment.
+      normalize: ``"target"`` or ``"none"``.
+
+    Returns:
+      float32 ``[...]``, ≥ 0; 0 for a sequence without valid frames.
+
+    >>> logits = 20.0 * jax.nn.one_hot(jnp.array([1, 1, 2, 1, 0]), 3)
+    >>> round(float(segment_start_penalty(logits, jnp.array([1, 1, 1, 1, 0]),
+    ...                                   background=(0,))), 3)
+    3.0
+    """
+    logits, labels, mask = logits_and_labels(logits, labels, mask)
+    background = checks.static_labels("background", background)
+    normalize = checks.static_choice("normalize", normalize, ("target", "none"))
+
+    def one(x, y, valid):
+        probs, n = compact_frames(probabilities(x), valid)
+        starts = jnp.sum(segment_starts(probs, n, background))
+        if normalize == "none":
+            return starts
+        y, _ = compact_frames(y, valid)
+        count = count_of(y, n, background=background)
+        return starts / jnp.maximum(count, 1).astype(starts.dtype)
+
+    return lift(one, (logits, labels, mask), (2, 1, 1))
+
+
+def ctc_transcript_loss(
+    logits, labels, *, mask=None, background=(), normalize="target", max_segments=None
+) -> jax.Array:
+    r"""CTC loss of the frame-wise prediction against the labels' transcript.
+
+    The transcript is the sequence of segment labels of ``labels`` (background removed); its
+    probability sums over all frame labellings whose segments, after removing the blank, give
+    it: :math:`-\log P(\mathrm{RLE}(z) = y)`. The blank is the background class when
+    ``background`` holds one label, or a phantom class (logit −1e5) when it is empty, so that
+    two adjacent segments of the same label are told apart exactly as the segmentation metrics
+    do. A wrapper of :func:`optax.ctc_loss`.
+
+    Args:
+      logits: float ``[..., T, C]`` unnormalised scores.
+      labels: integer ``[..., T]`` frame labels.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      background: static tuple with at most one label (the blank).
+      normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
+      max_segments: static transcript capacity (``None``: ``T``).
+
+    Returns:
+      float32 ``[...]``, ≥ 0; NaN where the transcript overflows ``max_segments``.
+      A transcript that no labelling of the valid frames can produce gives a very large value
+      (optax's convention).
+
+    >>> logits = 3.0 * jax.nn.one_hot(jnp.array([1, 1, 0, 2]), 3)
+    >>> labels = jnp.array([1, 0, 2, 2])  # transcript [1, 2]: -log P / 2
+    >>> round(float(ctc_transcript_loss(logits, labels, background=(0,))), 4)
+    0.0927
+
+    References:
+      Graves et al., Connectionist temporal classification, ICML 2006; Huang, Fei-Fei &
+      Niebles, ECTC, ECCV 2016.
+    """
+    logits, labels, mask = logits_and_labels(logits, labels, mask)
+    background = checks.static_labels("background", background)
+    if len(background) > 1:
+        raise ValueError(
+            f"background must hold at most one label (the CTC blank), got {background}."
+        )
+    normalize = checks.static_choice("normalize", normalize, ("target", "none"))
+    capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
+    capacity = capacity or max(labels.shape[-1], 1)
+
+    def one(x, y, valid):
+        x = x.astype(compute_dtype(x))
+        if background:
+            blank = background[0]
+        else:
+            blank = x.shape[-1]
+            x = jnp.concatenate([x, jnp.full((*x.shape[:-1], 1), -1e5, x.dtype)], axis=-1)
+        x, n = compact_frames(x, valid)
+        y, _ = compact_frames(y, valid)
+        transcript = segments_of(y, n, background=background, capacity=capacity)
+        m = jnp.minimum(transcript.count, capacity)
+        frame_paddings = (jnp.arange(x.shape[0], dtype=jnp.int32) >= n).astype(x.dtype)
+        label_paddings = (jnp.arange(capacity, dtype=jnp.int32) >= m).astype(x.dtype)
+        symbols = jnp.maximum(transcript.labels, 0)
+        loss = optax.ctc_loss(
+            x[None], frame_paddings[None], symbols[None], label_paddings[None], blank_id=blank
+        )[0]
+        if normalize == "target":
+            loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
+        return jnp.where(transcript.count > capacity, jnp.nan, loss)
+
+    return lift(one, (logits, labels, mask), (2, 1, 1))
+
+
+# ----------------------------------------------------------------------------- 1-D intervals
+
+
+def _intervals(predictions, targets, mask):
+    predictions = checks.as_float("predictions", predictions, min_ndim=1)
+    targets = checks.as_float("targets", targets, min_ndim=1)
+    if predictions.shape[-1:] != (2,):
+        raise ValueError(
+            f"predictions must have shape [..., 2] (start, end), got {predictions.shape}."
+        )
+    checks.same_shape("predictions", predictions, "targets", targets)
+    mask = checks.as_mask(mask, predictions.shape[:-1])
+    return predictions, targets, mask
+
+
+def _interval_terms(predictions, targets):
+    """IoU, the hull length and the union length of two ``[..., 2]`` interval arrays."""
+    ps, pe = predictions[..., 0], predictions[..., 1]
+    ts, te = targets[..., 0], targets[..., 1]
+    inter = jax.nn.relu(jnp.minimum(pe, te) - jnp.maximum(ps, ts))
+    union = (pe - ps) + (te - ts) - inter
+    hull = jnp.maximum(pe, te) - jnp.minimum(ps, ts)
+    return safe_divide(inter, union), hull, union
+
+
+def _masked(loss, mask):
+    return loss if mask is None else jnp.where(mask, loss, 0.0)
+
+
+_INTERVAL_ARGS = """predictions: float ``[..., 2]`` predicted intervals ``(start, end)``.
+      targets: float ``[..., 2]`` target intervals.
+      mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
+        gradient)."""
+
+
+def temporal_iou_loss(predictions, targets, *, mask=None) -> jax.Array:
+    r"""1 − the temporal IoU of two intervals.
+
+    .. math:: 1 - \frac{|A \cap B|}{|A \cup B|}
+
+    Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there).
+
+    Args:
+      {intervals}
+
+    Returns:
+      float32 ``[...]`` in ``[0, 1]``; 1 when the union is empty (two zero-length intervals).
+
+    >>> round(float(temporal_iou_loss(jnp.array([0.0, 4.0]), jnp.array([2.0, 6.0]))), 4)
+    0.6667
+    """
+    predictions, targets, mask = _intervals(predictions, targets, mask)
+    iou, _, _ = _interval_terms(predictions, targets)
+    return _masked(1.0 - iou, mask)
+
+
+def temporal_giou_loss(predictions, targets, *, mask=None) -> jax.Array:
+    r"""1 − the generalised temporal IoU of two intervals.
+
+    .. math:: 1 - \mathrm{IoU} + \frac{|H| - |A \cup B|}{|H|},\quad H = \text{hull}(A, B)
+
+    Args:
+      {intervals}
+
+    Returns:
+      float32 ``[...]`` in ``[0, 2]``; the hull term is 0 when the hull is empty.
+
+    >>> float(temporal_giou_loss(jnp.array([0.0, 1.0]), jnp.array([3.0, 4.0])))  # 1 + 2/4
+    1.5
+
+    References:
+      Rezatofighi et al., Generalized intersection over union, CVPR 2019.
+    """
+    predictions, targets, mask = _intervals(predictions, targets, mask)
+    iou, hull, union = _interval_terms(predictions, targets)
+    return _masked(1.0 - iou + safe_divide(hull - union, hull), mask)
+
+
+def temporal_diou_loss(predictions, targets, *, mask=None) -> jax.Array:
+    r"""1 − the distance IoU of two intervals.
+
+    .. math:: 1 - \mathrm{IoU} + \Big(\frac{c_A - c_B}{|H|}\Big)^2
+
+    with centres ``c`` and the hull ``H``.
+
+    Args:
+      {intervals}
+
+    Returns:
+      float32 ``[...]`` in ``[0, 2]``; the centre term is 0 when the hull is empty.
+
+    >>> float(temporal_diou_loss(jnp.array([0.0, 1.0]), jnp.array([3.0, 4.0])))  # 1 + (3/4)^2
+    1.5625
+
+    Note:
+      ActionFormer's ``ctr_diou_loss_1d`` takes offsets from an anchor point and adds
+      ``eps = 1e-8`` to union and hull; this takes intervals and defines 0/0 as 0.
+
+    References:
+      Zheng et al., Distance-IoU loss, AAAI 2020; Zhang, Wu & Li, ActionFormer, ECCV 2022.
+    """
+    predictions, targets, mask = _intervals(predictions, targets, mask)
+    iou, hull, _ = _interval_terms(predictions, targets)
+    centre_gap = 0.5 * (
+        (predictions[..., 0] + predictions[..., 1]) - (targets[..., 0] + targets[..., 1])
+    )
+    ratio = safe_divide(centre_gap, hull)
+    return _masked(1.0 - iou + ratio * ratio, mask)
+
+
+for _fn in (temporal_iou_loss, temporal_giou_loss, temporal_diou_loss):
+    _fn.__doc__ = _fn.__doc__.replace("{intervals}", _INTERVAL_ARGS)

@@ -1,0 +1,23 @@
+"""Public namespace: reading action-segmentation datasets and label files."""
+
+from jaxseg._src.io_files import (
+    InputError,
+    SegmentationDataset,
+    load_segmentation_dataset,
+    read_label_array,
+    read_label_text,
+    read_labels,
+    read_mapping,
+    read_split,
+)
+
+__all__ = [
+    "InputError",
+    "SegmentationDataset",
+    "load_segmentation_dataset",
+    "read_label_array",
+    "read_label_text",
+    "read_labels",
+    "read_mapping",
+    "read_split",
+]

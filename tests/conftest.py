@@ -1,0 +1,52 @@
+"""Shared pytest configuration: strict JAX promotion, hypothesis profiles, golden data.
+
+``jax_enable_x64`` stays off (the library must be exact in 32 bits). Implicit rank promotion
+raises and dtype promotion is strict, so a kernel that relies on either fails its tests (JAX's
+own environment variables JAX_NUMPY_RANK_PROMOTION / JAX_NUMPY_DTYPE_PROMOTION override this).
+Hypothesis profiles: ``default`` (CI: few examples, each a batch of videos) and ``thorough``
+(``HYPOTHESIS_PROFILE=thorough``); both without deadline because the first example compiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+jax.config.update("jax_numpy_rank_promotion", os.environ.get("JAX_NUMPY_RANK_PROMOTION", "raise"))
+jax.config.update(
+    "jax_numpy_dtype_promotion", os.environ.get("JAX_NUMPY_DTYPE_PROMOTION", "strict")
+)
+
+_SLOW_DATA = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile(
+    "default", max_examples=30, deadline=None, suppress_health_check=_SLOW_DATA
+)
+settings.register_profile(
+    "thorough", max_examples=400, deadline=None, suppress_health_check=_SLOW_DATA
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "shared" / "golden"
+
+
+def golden_path(name: str) -> pathlib.Path:
+    """Path of a golden file; the environment variable JAXSEG_GOLDEN overrides the folder."""
+    return pathlib.Path(os.environ.get("JAXSEG_GOLDEN", GOLDEN)) / name
+
+
+@pytest.fixture(scope="session")
+def golden_segmentation():
+    """``(json, npz)`` of golden/segmentation.{json,npz}; skips when the folder is absent."""
+    path = golden_path("segmentation.json")
+    if not path.exists():
+        pytest.skip(f"golden data not found at {path} (set JAXSEG_GOLDEN)")
+    with open(path) as f:
+        data = json.load(f)
+    arrays = dict(np.load(golden_path("segmentation.npz")))
+    return data, arrays

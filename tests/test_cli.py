@@ -1,0 +1,264 @@
+"""`jaxseg evaluate` end to end on folders built here: numbers, formats, options, the demo."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import _reference as ref
+import numpy as np
+import pytest
+from _cli_data import golden_videos, random_videos, write_dataset
+
+from jaxseg._src import demo
+from jaxseg._src.cli import Progress, main
+from jaxseg._src.io_files import load_segmentation_dataset
+
+NAMES = ("SIL", "take", "pour", "stir", "background")
+OVERLAPS = (0.1, 0.25, 0.5)
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")  # tests never write to ~/.cache
+
+
+def run(capsys, *argv):
+    code = main(["evaluate", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def expected_scores(videos, background=(), overlaps=OVERLAPS, asformer_end=False):
+    """Dataset numbers in percent from the numpy oracle (tests/_reference.py)."""
+    frames, correct, edits, tp, fp, fn = [], [], [], [], [], []
+    for target, prediction in videos.values():
+        frames.append(target.size)
+        correct.append(int(np.sum(target == prediction)))
+        edits.append(ref.edit_score(target, prediction, background=background))
+        counts = ref.segmental_counts(target, prediction, overlaps, background=background,
+                                      asformer_end=asformer_end)  # fmt: skip
+        for store, value in zip((tp, fp, fn), counts, strict=True):
+            store.append(value)
+    scores = ref.dataset_scores(frames, correct, edits, tp, fp, fn)
+    return [100 * scores["accuracy"], 100 * scores["edit"], *(100 * scores["f1"])]
+
+
+def json_row(out, table="results"):
+    return json.loads(out)[table]
+
+
+def test_golden_set_prints_the_mstcn_lines_to_4_decimals(tmp_path, capsys, golden_segmentation):
+    golden, arrays = golden_segmentation
+    names = [f"class{c}" for c in range(golden["num_classes"])]  # no 'background': nothing excluded
+    truth, predictions = write_dataset(tmp_path, golden_videos(arrays), names)
+    code, out, err = run(capsys, truth, predictions, "--per-video", "--format", "json")
+    assert code == 0 and err == ""
+    row = json_row(out)[0]
+    printed = [f"Acc: {row['Acc']:.4f}", f"Edit: {row['Edit']:.4f}"]
+    printed += [f"F1@{tau:0.2f}: {row[f'F1@{100 * tau:g}']:.4f}" for tau in OVERLAPS]
+    assert printed == golden["dataset"]["mstcn_no_bg"]["printed"]
+    summary = json.loads(out)["summary"]
+    assert summary["background"] == []
+    for tau, column in zip(OVERLAPS, ("F1@10", "F1@25", "F1@50"), strict=True):
+        counts = [summary[key][column] for key in ("tp", "fp", "fn")]
+        assert counts == golden["dataset"]["mstcn_no_bg"][f"sum_tp_fp_fn@{tau}"]
+    rows = {row["video"]: row for row in json_row(out, "per_video")}
+    assert len(rows) == len(golden["videos"])
+    for video in golden["videos"]:
+        row, anchor = rows[video["name"]], video["mstcn_no_bg"]
+        assert row["frames"] == video["T"]
+        assert row["Acc"] == pytest.approx(100 * video["correct_frames"] / video["T"], abs=1e-9)
+        assert row["Edit"] == pytest.approx(anchor["edit"], abs=1e-9)
+        for tau, column in zip(OVERLAPS, ("F1@10", "F1@25", "F1@50"), strict=True):
+            tp, fp, fn = anchor[f"tp_fp_fn@{tau}"]
+            f1 = 0.0 if tp == 0 else 200 * tp / (2 * tp + fp + fn)
+            assert row[column] == pytest.approx(f1, abs=1e-9)
+    # The table with 4 decimals shows exactly the numbers eval.py prints.
+    code, out, _ = run(capsys, truth, predictions, "--decimals", "4", "--background")
+    numbers = out.splitlines()[4].split()[1:]
+    assert numbers == [line.split(": ")[1] for line in golden["dataset"]["mstcn_no_bg"]["printed"]]
+
+
+def test_golden_set_with_background_finite_subset(tmp_path, capsys, golden_segmentation):
+    golden, arrays = golden_segmentation
+    reference = golden["dataset"]["mstcn_bg0_finite_subset"]
+    names = ["background"] + [f"class{c}" for c in range(1, golden["num_classes"])]
+    videos = golden_videos(arrays, exclude=reference["excluded_videos"])
+    _, predictions = write_dataset(tmp_path, videos, names)
+    code, out, _ = run(capsys, tmp_path, predictions, "--format", "json")  # dataset folder
+    assert code == 0
+    row = json_row(out)[0]
+    printed = [f"Acc: {row['Acc']:.4f}", f"Edit: {row['Edit']:.4f}"]
+    printed += [f"F1@{tau:0.2f}: {row[f'F1@{100 * tau:g}']:.4f}" for tau in OVERLAPS]
+    assert printed == reference["printed"]
+    assert json.loads(out)["summary"]["background"] == ["background"]
+
+
+def test_golden_set_legacy_asformer_end(tmp_path, capsys, golden_segmentation):
+    golden, arrays = golden_segmentation
+    reference = golden["dataset"]["asformer_no_bg"]
+    names = [f"class{c}" for c in range(golden["num_classes"])]
+    truth, predictions = write_dataset(tmp_path, golden_videos(arrays), names)
+    code, out, _ = run(capsys, truth, predictions, "--legacy-asformer-end", "--format", "json")
+    assert code == 0
+    row = json_row(out)[0]
+    assert row["Acc"] == pytest.approx(reference["acc"], abs=1e-9)
+    assert row["Edit"] == pytest.approx(reference["edit"], abs=1e-9)
+    for tau, column in zip(OVERLAPS, ("F1@10", "F1@25", "F1@50"), strict=True):
+        assert row[column] == pytest.approx(reference[f"f1@{tau}"], abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("truth_style", "prediction_style", "suffix"),
+    [
+        ("lines", "mstcn", ""),
+        ("lines", "lines", ".txt"),
+        ("npy", "npy", ""),
+        ("lines", "npy", ""),
+        ("lines", "scores", ""),
+    ],
+)
+def test_every_file_format_gives_the_oracle_numbers(tmp_path, capsys, truth_style,
+                                                    prediction_style, suffix):  # fmt: skip
+    videos = random_videos(7, 8, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES, truth_style=truth_style,
+                                       prediction_style=prediction_style,
+                                       prediction_suffix=suffix)  # fmt: skip
+    code, out, _ = run(capsys, truth, predictions, "--format", "json")
+    assert code == 0
+    row = json_row(out)[0]
+    values = [row[c] for c in ("Acc", "Edit", "F1@10", "F1@25", "F1@50")]
+    np.testing.assert_allclose(values, expected_scores(videos, background=(4,)), atol=1e-9)
+
+
+def test_per_class_rows_equal_the_oracle(tmp_path, capsys):
+    videos = random_videos(9, 8, len(NAMES) - 1)  # class 4 ('background') never occurs
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    code, out, _ = run(capsys, truth, predictions, "--per-class", "--format", "json")
+    assert code == 0
+    rows = json_row(out, "per_class")
+    targets = np.concatenate([t for t, _ in videos.values()])
+    outputs = np.concatenate([p for _, p in videos.values()])
+    oracle = ref.per_class(targets, outputs, len(NAMES))
+    assert [r["class"] for r in rows] == [*NAMES, "mean"]
+    for c, row in enumerate(rows[:-1]):
+        assert row["frames"] == int(np.sum(targets == c))
+        assert row["predicted"] == int(np.sum(outputs == c))
+        for column, key in (("Acc", "recall"), ("Precision", "precision"), ("F1", "f1")):
+            if math.isnan(oracle[key][c]):
+                assert row[column] is None  # absent class: null, left out of the mean
+            else:
+                assert row[column] == pytest.approx(100 * oracle[key][c], abs=1e-4)
+    assert rows[-1]["F1"] == pytest.approx(100 * np.nanmean(oracle["f1"]), abs=1e-4)
+
+
+def test_table_markdown_and_csv_agree_with_json(tmp_path, capsys):
+    videos = random_videos(10, 8, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    argv = (truth, predictions, "--per-video", "--per-class")
+    _, document, _ = run(capsys, *argv, "--format", "json")
+    document = json.loads(document)
+    _, table, _ = run(capsys, *argv)
+    _, markdown, _ = run(capsys, *argv, "--format", "markdown", "--decimals", "1")
+    _, text, _ = run(capsys, *argv, "--format", "csv")
+    frames = sum(t.size for t, _ in videos.values())
+    summary = f"8 videos, {frames:,} frames, 5 classes; background: background"
+    assert table.splitlines()[0] == summary and markdown.splitlines()[0] == summary
+    result = document["results"][0]
+    assert table.splitlines()[4].split() == ["all"] + [
+        f"{result[c]:.2f}" for c in ("Acc", "Edit", "F1@10", "F1@25", "F1@50")
+    ]
+    assert f"| all | {result['Acc']:.1f} | {result['Edit']:.1f} |" in markdown
+    assert sum(line.startswith("|:---|") for line in markdown.splitlines()) == 3  # 3 tables
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["table"] for r in rows] == ["results"] + ["per_video"] * 8 + ["per_class"] * 6
+    assert float(rows[0]["Edit"]) == result["Edit"]
+    video = document["per_video"][2]
+    assert rows[3]["name"] == video["video"] and float(rows[3]["F1@25"]) == video["F1@25"]
+    assert rows[-1]["name"] == "mean" and rows[-1]["Edit"] == ""
+
+
+def test_split_overlaps_and_background_options(tmp_path, capsys):
+    videos = random_videos(11, 8, len(NAMES))
+    chosen = ["video_05", "video_01", "video_02"]
+    truth, predictions = write_dataset(tmp_path, videos, NAMES, split=chosen)
+    (truth / "video_03.txt").unlink()  # outside the split: never looked at
+    subset = {name: videos[name] for name in chosen}
+    argv = (truth, predictions, "--split", tmp_path / "split.bundle", "--format", "json")
+    options = ("--background", "SIL", "background", "--overlaps", "0.3", "0.75", "--per-video")
+    code, out, _ = run(capsys, *argv, *options)
+    assert code == 0
+    assert [r["video"] for r in json_row(out, "per_video")] == chosen
+    assert json.loads(out)["summary"]["background"] == ["SIL", "background"]
+    row = json_row(out)[0]
+    assert list(row) == ["", "Acc", "Edit", "F1@30", "F1@75"]
+    expected = expected_scores(subset, (0, 4), overlaps=(0.3, 0.75))
+    np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
+
+
+def test_output_file_and_quiet(tmp_path, capsys):
+    videos = random_videos(12, 8, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    target = tmp_path / "results.json"
+    code, out, err = run(capsys, truth, predictions, "--format", "json", "--output", target)
+    assert code == 0 and out == ""
+    assert err == f"jaxseg: wrote {target}\n"
+    assert json.loads(target.read_text())["summary"]["videos"] == 8
+    code, out, err = run(capsys, truth, predictions, "--output", target, "--quiet")
+    assert code == 0 and out == "" and err == ""
+    assert target.read_text().startswith("8 videos,")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_plot_folder(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    videos = random_videos(13, 8, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    pictures = tmp_path / "pictures"
+    code, out, err = run(capsys, truth, predictions, "--plot", pictures)
+    assert code == 0 and out.startswith("8 videos")
+    assert err == f"jaxseg: wrote 10 pictures to {pictures}\n"
+    names = sorted(p.name for p in pictures.iterdir())
+    assert names == ["classes.png", "confusion.png"] + [f"timeline_{v}.png" for v in sorted(videos)]
+    for path in pictures.iterdir():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 2000
+
+
+def test_demo_command(capsys):
+    code, out, err = run(capsys, "--demo")
+    assert code == 0 and err == ""
+    dataset = load_segmentation_dataset(
+        demo.DEMO_DIRECTORY / "groundTruth", demo.DEMO_DIRECTORY / "predictions"
+    )
+    videos = dict(zip(dataset.names, zip(dataset.targets, dataset.predictions, strict=True),
+                      strict=True))  # fmt: skip
+    frames = sum(t.size for t in dataset.targets)
+    lines = out.splitlines()
+    assert lines[0] == f"28 videos, {frames:,} frames, 11 classes; background: background"
+    assert lines[2] == "Results (%)"
+    expected = [f"{v:.2f}" for v in expected_scores(videos, background=(10,))]
+    assert lines[3].split() == ["Acc", "Edit", "F1@10", "F1@25", "F1@50"]
+    assert lines[4].split() == ["all", *expected]
+
+
+def test_progress_bar_only_on_a_terminal_after_the_delay():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    progress = Progress("reading", stream=stream, delay=0.0)
+    progress(1, 4)
+    assert stream.getvalue() == "\rreading [#######.......................] 1/4"
+    progress(4, 4)
+    assert stream.getvalue().endswith("\rreading [" + "#" * 30 + "] 4/4")
+    progress.close()
+    assert stream.getvalue().endswith("\r" + " " * 44 + "\r")
+    for stream, delay in ((Terminal(), 60.0), (io.StringIO(), 0.0)):
+        progress = Progress("reading", stream=stream, delay=delay)
+        progress(4, 4)
+        progress.close()
+        assert stream.getvalue() == ""

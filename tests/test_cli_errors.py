@@ -1,0 +1,178 @@
+"""Every bad input gives one clear line on stderr, exit status 2, and no traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from _cli_data import write_dataset
+
+from jaxseg._src.cli import main
+
+NAMES = ("take", "open", "background")
+VIDEOS = {
+    "a": (np.array([0, 0, 1, 2]), np.array([0, 1, 1, 2])),
+    "b": (np.array([2, 2, 1]), np.array([2, 1, 1])),
+}
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    truth, predictions = write_dataset(tmp_path, VIDEOS, NAMES)
+    return tmp_path, truth, predictions
+
+
+def fails(capsys, *argv) -> str:
+    """Runs ``jaxseg evaluate argv``; asserts a one-line user error; returns that line."""
+    code = main(["evaluate", *map(str, argv)])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.startswith("jaxseg: error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    return err.removeprefix("jaxseg: error: ").rstrip("\n")
+
+
+def test_missing_folders_and_files(dataset, capsys):
+    root, truth, predictions = dataset
+    assert fails(capsys, root / "nope", predictions) == (
+        f"{root / 'nope'}: ground-truth folder not found"
+    )
+    assert fails(capsys, truth, root / "nope") == f"{root / 'nope'}: predictions folder not found"
+    assert fails(capsys, truth, predictions, "--split", root / "s.bundle") == (
+        f"{root / 's.bundle'}: split file not found"
+    )
+    assert fails(capsys, truth, predictions, "--mapping", root / "m.txt") == (
+        f"{root / 'm.txt'}: mapping file not found"
+    )
+    assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
+    assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
+
+
+def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
+    root, truth, predictions = dataset
+    (predictions / "c").write_text("take\n")
+    (predictions / "d.txt").write_text("take\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions}: 2 prediction(s) without ground truth in {truth}: c, d"
+    )
+    for name in ("c", "d.txt", "a"):
+        (predictions / name).unlink()
+    assert fails(capsys, truth, predictions) == (
+        f"{truth}: 1 ground-truth file(s) without prediction in {predictions}: a "
+        "(use --split to evaluate a subset)"
+    )
+    (root / "split.bundle").write_text("a.txt\nb.txt\n")
+    assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
+        f"{predictions}: no prediction for 1 video(s) of the split: a"
+    )
+
+
+def test_length_mismatch_names_both_lengths(dataset, capsys):
+    _, truth, predictions = dataset
+    (predictions / "b").write_text("### Frame level recognition: ###\nbackground open\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b'}: video 'b' has 2 predicted frames but 3 ground-truth frames "
+        f"({truth / 'b.txt'})"
+    )
+
+
+def test_unknown_label_names_file_and_line(dataset, capsys):
+    _, truth, predictions = dataset
+    (truth / "b.txt").write_text("background\nstir\nopen\n")
+    assert fails(capsys, truth, predictions).startswith(
+        f"{truth / 'b.txt'}:2: unknown label 'stir' (frame 2); known labels: take, open"
+    )
+    (truth / "b.txt").write_text("background\nbackground\nopen\n")
+    (predictions / "a").write_text("### Frame level recognition: ###\ntake open Open background\n")
+    assert fails(capsys, truth, predictions).startswith(
+        f"{predictions / 'a'}:2: unknown label 'Open' (frame 3)"
+    )
+    (predictions / "a").write_text("take\nopen\nopen\nbackground\n")
+    assert fails(capsys, truth, predictions, "--background", "SIL", "take") == (
+        "--background: 'SIL' is not a class name; classes: take, open, background"
+    )
+
+
+def test_empty_and_binary_files(dataset, capsys):
+    _, truth, predictions = dataset
+    (predictions / "a").write_text("")
+    assert fails(capsys, truth, predictions) == f"{predictions / 'a'}: empty file (no labels)"
+    (predictions / "a").write_text("### Frame level recognition: ###\n")
+    assert fails(capsys, truth, predictions) == f"{predictions / 'a'}: empty file (no labels)"
+    (predictions / "a").write_bytes(b"PK\x03\x04\x00\x00binary")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'a'}: label file is not a text file (NUL byte at offset 4)"
+    )
+    (predictions / "a").write_bytes(b"take\n\xff\xd8\xff\xe0\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'a'}: label file is not a UTF-8 text file (invalid byte at offset 5)"
+    )
+
+
+def test_unreadable_mapping(dataset, capsys):
+    root, truth, predictions = dataset
+    (root / "mapping.txt").write_text("0 take\n1 open\n2\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{root / 'mapping.txt'}:3: expected 'index name', got '2'"
+    )
+    (root / "mapping.txt").write_bytes(b"\x00\x01")
+    assert fails(capsys, truth, predictions) == (
+        f"{root / 'mapping.txt'}: mapping file is not a text file (NUL byte at offset 0)"
+    )
+    (root / "mapping.txt").unlink()
+    assert fails(capsys, truth, predictions) == (
+        f"{truth / 'a.txt'}: text label files need a mapping file (--mapping)"
+    )
+    if os.geteuid() != 0:  # root reads any file
+        (root / "m.txt").write_text("0 take\n")
+        (root / "m.txt").chmod(0)
+        assert "cannot read mapping file" in fails(capsys, truth, predictions, "--mapping",
+                                                   root / "m.txt")  # fmt: skip
+
+
+def test_label_array_out_of_range(dataset, capsys):
+    root, truth, predictions = dataset
+    (predictions / "b").unlink()
+    np.save(predictions / "b.npy", np.array([2, 3, 1]))
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: label 3 at frame 2 is not a class of {root / 'mapping.txt'} "
+        "(0..2)"
+    )
+
+
+def test_output_folder_missing(dataset, capsys):
+    root, truth, predictions = dataset
+    target = root / "no" / "out.json"
+    assert fails(capsys, truth, predictions, "--output", target) == (
+        f"{target}: output folder {root / 'no'} does not exist"
+    )
+
+
+def test_bad_arguments_exit_2_with_usage(dataset, capsys):
+    _, truth, predictions = dataset
+    for argv in (["--overlaps", "0"], ["--overlaps", "1.5"], ["--format", "xml"],
+                 ["--overlaps", "x"]):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_:
+            main(["evaluate", str(truth), str(predictions), *argv])
+        assert exit_.value.code == 2
+        assert "usage: jaxseg evaluate" in capsys.readouterr().err
+
+
+def test_real_command_no_traceback_and_clean_json(dataset):
+    """``python -m jaxseg`` as a user runs it: exit codes, stdout holds only results."""
+    _, truth, _ = dataset
+    command = [sys.executable, "-m", "jaxseg", "evaluate"]
+    bad = subprocess.run([*command, str(truth), str(truth.parent / "x")], capture_output=True,
+                         text=True, check=False)  # fmt: skip
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr == f"jaxseg: error: {truth.parent / 'x'}: predictions folder not found\n"
+    good = subprocess.run([*command, "--demo", "--format", "json"], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    assert good.stderr == ""
+
+    assert json.loads(good.stdout)["summary"]["videos"] == 28

@@ -1,0 +1,100 @@
+"""`jaxseg evaluate --ci` and `jaxseg compare`: intervals and paired tests from jaxseg.stats."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _cli_data import random_videos, write_dataset, write_labels
+
+from jaxseg._src.cli import main
+
+NAMES = ("SIL", "take", "pour", "stir", "background")
+COLUMNS = ("Acc", "Edit", "F1@10", "F1@25", "F1@50")
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
+
+
+def run(capsys, command, *argv):
+    code = main([command, *map(str, argv)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_confidence_intervals_bracket_the_estimate_and_repeat(tmp_path, capsys):
+    videos = random_videos(21, 8, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    argv = (truth, predictions, "--ci", "0.9", "--samples", "500", "--format", "json")
+    document = run(capsys, "evaluate", *argv)
+    value, low, high = document["results"]
+    assert (low[""], high[""]) == ("90% CI low", "90% CI high")
+    for column in COLUMNS:
+        assert low[column] <= value[column] <= high[column]
+        assert low[column] < high[column]  # videos differ: a real interval
+    assert document["summary"]["confidence"] == 0.9
+    assert run(capsys, "evaluate", *argv) == document  # seed 0 by default: the same intervals
+    other = run(capsys, "evaluate", *argv, "--seed", "1")["results"]
+    assert other[0] == value and other[1:] != [low, high]
+
+
+def test_identical_videos_give_a_zero_width_interval(tmp_path, capsys):
+    video = random_videos(22, 1, len(NAMES))["video_00"]
+    videos = {f"copy_{i}": video for i in range(8)}
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    document = run(capsys, "evaluate", truth, predictions, "--ci", "0.95", "--samples", "500",
+                   "--format", "json")  # fmt: skip
+    value, low, high = document["results"]
+    for column in COLUMNS:
+        assert low[column] == pytest.approx(value[column], abs=1e-4)
+        assert high[column] == pytest.approx(value[column], abs=1e-4)
+
+
+def test_compare_two_models(tmp_path, capsys):
+    videos = random_videos(23, 8, len(NAMES))
+    truth, predictions_a = write_dataset(tmp_path, videos, NAMES)
+    predictions_b = tmp_path / "model_b"
+    predictions_b.mkdir()
+    rng = np.random.default_rng(0)
+    for name, (target, _) in videos.items():
+        worse = target.copy()
+        flips = rng.random(target.size) < 0.4
+        worse[flips] = rng.integers(0, len(NAMES), size=int(flips.sum()))
+        write_labels(predictions_b / name, worse, NAMES, "mstcn")
+    a = run(capsys, "evaluate", truth, predictions_a, "--format", "json")["results"][0]
+    b = run(capsys, "evaluate", truth, predictions_b, "--format", "json")["results"][0]
+    document = run(capsys, "compare", truth, predictions_a, predictions_b, "--samples", "500",
+                   "--format", "json")  # fmt: skip
+    rows = {row["metric"]: row for row in document["comparison"]}
+    assert list(rows) == list(COLUMNS)
+    for column in COLUMNS:
+        row = rows[column]
+        assert row["A"] == pytest.approx(a[column], abs=1e-4)
+        assert row["B"] == pytest.approx(b[column], abs=1e-4)
+        assert row["A - B"] == pytest.approx(a[column] - b[column], abs=1e-4)
+        assert row["95% CI low"] <= row["A - B"] <= row["95% CI high"]
+        assert 0.0 <= row["p (bootstrap)"] <= 1.0 and 0.0 <= row["p (permutation)"] <= 1.0
+    assert rows["Acc"]["A - B"] > 20 and rows["Acc"]["p (permutation)"] < 0.05  # clearly better
+    same = run(capsys, "compare", truth, predictions_a, predictions_a, "--samples", "500",
+               "--format", "json")  # fmt: skip
+    for row in same["comparison"]:
+        assert row["A - B"] == row["95% CI low"] == row["95% CI high"] == 0.0
+
+
+def test_compare_needs_the_same_videos(tmp_path, capsys):
+    videos = random_videos(24, 3, len(NAMES))
+    truth, predictions_a = write_dataset(tmp_path, videos, NAMES)
+    predictions_b = tmp_path / "b"
+    predictions_b.mkdir()
+    write_labels(predictions_b / "video_00", videos["video_00"][1], NAMES, "lines")
+    code = main(["compare", str(truth), str(predictions_a), str(predictions_b)])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err == (
+        f"jaxseg: error: {truth}: 2 ground-truth file(s) without prediction in "
+        f"{predictions_b}: video_01, video_02 (use --split to evaluate a subset)\n"
+    )

@@ -1,0 +1,89 @@
+"""Tests of pixel accuracy, IoU and Dice (mmsegmentation's pooled convention)."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import _reference_ranking as ref
+import jax
+import numpy as np
+import pytest
+from conftest import golden_path
+
+from jaxseg import metrics as M
+
+SHAPE = (6, 48, 48)  # every case is padded to this stack of maps (pads are masked out)
+
+
+@functools.partial(jax.jit, static_argnames=("num_classes", "spatial_ndim"))
+def _dense(targets, predictions, mask, num_classes, spatial_ndim=3):
+    kw = dict(num_classes=num_classes, mask=mask, ignore_index=255, spatial_ndim=spatial_ndim)
+    return (
+        M.pixel_accuracy(targets, predictions, **kw),
+        M.iou(targets, predictions, **kw),
+        M.dice(targets, predictions, **kw),
+    )
+
+
+def _pad(target, pred):
+    t, p = np.zeros(SHAPE, np.uint8), np.zeros(SHAPE, np.uint8)
+    m = np.zeros(SHAPE, bool)
+    b, h, w = target.shape
+    t[:b, :h, :w], p[:b, :h, :w], m[:b, :h, :w] = target, pred, True
+    return t, p, m
+
+
+def _nan(values):
+    return np.array([np.nan if v is None else v for v in values], np.float64)
+
+
+def test_golden_pooled():
+    path = golden_path("dense.json")
+    if not path.exists():
+        pytest.skip(f"golden data not found at {path}")
+    data = json.load(open(path))
+    z = np.load(golden_path("dense.npz"))
+    for case in data["cases"]:
+        padded = _pad(z[f"target_{case['key']}"], z[f"pred_{case['key']}"])
+        accuracy, iou, dice = _dense(*padded, 21)  # extra classes are absent: NaN, excluded
+        c = case["num_classes"]
+        np.testing.assert_allclose(
+            np.asarray(iou.per_class)[:c], _nan(case["per_class_iou"]), atol=1e-6
+        )
+        np.testing.assert_allclose(
+            np.asarray(dice.per_class)[:c], _nan(case["per_class_dice"]), atol=1e-6
+        )
+        assert np.isnan(np.asarray(iou.per_class)[c:]).all()
+        assert float(iou.mean) == pytest.approx(case["miou"], abs=1e-6)
+        assert float(dice.mean) == pytest.approx(case["mdice"], abs=1e-6)
+        assert float(accuracy) == pytest.approx(case["pixel_acc"], abs=1e-6)
+
+
+def test_per_map_values_match_reference():
+    rng = np.random.default_rng(0)
+    target = rng.integers(0, 5, SHAPE).astype(np.uint8)
+    target[rng.random(SHAPE) < 0.1] = 255
+    target[0] = 255  # an all-ignored map
+    pred = rng.integers(0, 5, SHAPE).astype(np.uint8)
+    pred[1] = target[1] % 255  # near-perfect map
+    accuracy, iou, dice = _dense(target, pred, np.ones(SHAPE, bool), 7, spatial_ndim=2)
+    assert accuracy.shape == (6,) and iou.per_class.shape == (6, 7)
+    assert np.isnan(float(accuracy[0])) and np.isnan(np.asarray(iou.per_class[0])).all()
+    assert np.isnan(float(iou.mean[0])) and np.isnan(float(dice.mean[0]))
+    for b in range(1, 6):
+        want = ref.dense_scores(target[b], pred[b], 7, ignore_index=255)
+        assert float(accuracy[b]) == pytest.approx(want["pixel_acc"], abs=1e-6)
+        np.testing.assert_allclose(np.asarray(iou.per_class[b]), want["iou"], atol=1e-6)
+        np.testing.assert_allclose(np.asarray(dice.per_class[b]), want["dice"], atol=1e-6)
+        assert float(iou.mean[b]) == pytest.approx(want["miou"], abs=1e-6)
+        assert float(dice.mean[b]) == pytest.approx(want["mdice"], abs=1e-6)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="targets and predictions"):
+        M.iou(np.zeros((2, 2), np.int32), np.zeros((2, 3), np.int32), num_classes=2)
+    with pytest.raises(TypeError, match="predictions"):
+        M.dice(np.zeros((2, 2), np.int32), np.zeros((2, 2)), num_classes=2)
+    with pytest.raises(TypeError, match="num_classes"):
+        M.pixel_accuracy(np.zeros((2, 2), np.int32), np.zeros((2, 2), np.int32), num_classes=None)

@@ -1,0 +1,233 @@
+"""Tests of the frame-level metrics: accuracy, confusion matrix, precision/recall/F1."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import _reference as ref
+import jax
+import numpy as np
+import pytest
+from _videos import pad_batch, pad_rows, video_specs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxseg import metrics as M
+
+AVERAGES = ("none", "micro", "macro", "weighted")
+SCORES = {"precision": M.precision, "recall": M.recall, "f1": M.f1_score}
+HAND_T, HAND_C = 8, 5
+BATCH, T_MAX, C_MAX = 16, 3000, 200
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _frame(targets, predictions, mask, num_classes):
+    """Every frame metric for one padded batch (one compile per num_classes)."""
+    kw = dict(mask=mask, num_classes=num_classes)
+    out = {
+        "accuracy": M.accuracy(targets, predictions, mask=mask),
+        "confusion_matrix": M.confusion_matrix(targets, predictions, **kw),
+        "class_accuracy": M.class_accuracy(targets, predictions, **kw),
+    }
+    for name, fn in SCORES.items():
+        for average in AVERAGES:
+            out[f"{name}_{average}"] = fn(targets, predictions, average=average, **kw)
+    return out
+
+
+def _row(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-computed cases (C = 5).
+
+T, F = True, False
+N = math.nan
+HAND = {
+    # class 0: TP 1, FP 0, FN 1; class 1: TP 2, FP 1, FN 0; class 2: only in targets;
+    # class 3: only predicted; class 4: absent from both (NaN, left out of the means).
+    "mixed": ([0, 0, 1, 1, 2], [0, 1, 1, 1, 3], None),
+    "perfect": ([2, 2, 2, 4], [2, 2, 2, 4], None),
+    # Masked frames are removed: the same as "perfect" once frames 2 and 3 are dropped.
+    "masked": ([2, 2, 0, 1, 2, 4], [2, 2, 1, 1, 2, 4], [T, T, F, F, T, T]),
+    "fully_masked": ([1, 2], [1, 2], [F, F]),
+    "all_wrong": ([0, 0, 0], [1, 1, 1], None),
+}
+EXPECTED = {
+    "mixed": dict(
+        accuracy=3 / 5,
+        precision=[1, 2 / 3, 0, 0, N],
+        recall=[1 / 2, 1, 0, 0, N],
+        f1=[2 / 3, 4 / 5, 0, 0, N],
+        precision_macro=(1 + 2 / 3) / 4,
+        recall_macro=(1 / 2 + 1) / 4,
+        f1_macro=(2 / 3 + 4 / 5) / 4,
+        precision_weighted=(2 * 1 + 2 * 2 / 3) / 5,
+        recall_weighted=3 / 5,
+        f1_weighted=(2 * 2 / 3 + 2 * 4 / 5) / 5,
+        cm=[[1, 1, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 0, 1, 0], [0] * 5, [0] * 5],
+    ),
+    "perfect": dict(
+        accuracy=1.0,
+        precision=[N, N, 1, N, 1],
+        recall=[N, N, 1, N, 1],
+        f1=[N, N, 1, N, 1],
+        precision_macro=1.0,
+        recall_macro=1.0,
+        f1_macro=1.0,
+        precision_weighted=1.0,
+        recall_weighted=1.0,
+        f1_weighted=1.0,
+        cm=[[0] * 5, [0] * 5, [0, 0, 3, 0, 0], [0] * 5, [0, 0, 0, 0, 1]],
+    ),
+    "fully_masked": dict(
+        accuracy=N,
+        precision=[N] * 5,
+        recall=[N] * 5,
+        f1=[N] * 5,
+        precision_macro=N,
+        recall_macro=N,
+        f1_macro=N,
+        precision_weighted=N,
+        recall_weighted=N,
+        f1_weighted=N,
+        cm=[[0] * 5] * 5,
+    ),
+    "all_wrong": dict(
+        accuracy=0.0,
+        precision=[0, 0, N, N, N],
+        recall=[0, 0, N, N, N],
+        f1=[0, 0, N, N, N],
+        precision_macro=0.0,
+        recall_macro=0.0,
+        f1_macro=0.0,
+        precision_weighted=0.0,
+        recall_weighted=0.0,
+        f1_weighted=0.0,
+        cm=[[0, 3, 0, 0, 0]] + [[0] * 5] * 4,
+    ),
+}
+EXPECTED["masked"] = EXPECTED["perfect"]
+
+
+@functools.cache
+def _hand_results():
+    rows = list(HAND.values())
+    (targets, predictions), mask = pad_rows([r[:2] for r in rows], HAND_T, [r[2] for r in rows])
+    out = jax.device_get(_frame(targets, predictions, mask, HAND_C))
+    return {name: _row(out, i) for i, name in enumerate(HAND)}
+
+
+def _close(got, want):
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_hand_case(name):
+    got, want = _hand_results()[name], EXPECTED[name]
+    _close(got["accuracy"], want["accuracy"])
+    np.testing.assert_array_equal(got["confusion_matrix"], want["cm"])
+    _close(got["class_accuracy"], want["recall"])
+    for score in SCORES:
+        _close(got[f"{score}_none"], want[score])
+        _close(got[f"{score}_macro"], want[f"{score}_macro"])
+        _close(got[f"{score}_weighted"], want[f"{score}_weighted"])
+        _close(got[f"{score}_micro"], want["accuracy"])  # single-label: micro = accuracy
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_hand_case_reference(name):
+    """The reference reproduces the hand values too."""
+    y, p, mask = HAND[name]
+    want = EXPECTED[name]
+    assert ref.accuracy(y, p, mask) == pytest.approx(want["accuracy"], nan_ok=True)
+    np.testing.assert_array_equal(ref.confusion_matrix(y, p, HAND_C, mask), want["cm"])
+    for score in SCORES:
+        for average in ("none", "macro", "weighted"):
+            key = score if average == "none" else f"{score}_{average}"
+            np.testing.assert_allclose(
+                ref.average_scores(y, p, HAND_C, score, average, mask), want[key], rtol=1e-12
+            )
+
+
+def test_output_dtypes():
+    got = _hand_results()["mixed"]
+    assert got["confusion_matrix"].dtype == np.int32
+    for key, value in got.items():
+        if key != "confusion_matrix":
+            assert value.dtype == np.float32, key
+
+
+def test_any_integer_dtype():
+    """Labels may have any integer dtype, and targets and predictions may differ."""
+    y = np.array([0, 0, 1, 1, 2], np.uint8)
+    p = np.array([0, 1, 1, 1, 3], np.int16)
+    cm = jax.jit(functools.partial(M.confusion_matrix, num_classes=HAND_C))(y, p)
+    np.testing.assert_array_equal(cm, EXPECTED["mixed"]["cm"])
+    assert float(jax.jit(M.accuracy)(y, p)) == pytest.approx(3 / 5)
+
+
+def test_errors_name_the_argument():
+    y = np.array([0, 1, 2], np.int32)
+    with pytest.raises(TypeError, match="targets"):
+        M.accuracy(np.array([0.0, 1.0, 2.0]), y)
+    with pytest.raises(ValueError, match="predictions"):
+        M.confusion_matrix(y, np.array([0, 1], np.int32), num_classes=3)
+    with pytest.raises(ValueError, match="average"):
+        M.precision(y, y, num_classes=3, average="samples")
+    with pytest.raises(ValueError, match="num_classes"):
+        M.recall(y, y, num_classes=0)
+    with pytest.raises(TypeError, match="num_classes"):
+        M.f1_score(y, y, num_classes=3.0)
+    with pytest.raises(TypeError, match="mask"):
+        M.class_accuracy(y, y, num_classes=3, mask=np.array([1, 1, 0]))
+
+
+# ------------------------------------------------------------------------------------------
+# The reference agrees with scikit-learn where their conventions coincide.
+
+
+@pytest.mark.filterwarnings("ignore:A single label was found")
+def test_reference_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        c = int(rng.integers(1, 8))
+        n = int(rng.integers(1, 30))
+        y, p = rng.integers(0, c, n), rng.integers(0, c, n)
+        present = np.union1d(y, p)  # sklearn's labels= excludes absent classes like we do
+        np.testing.assert_array_equal(
+            ref.confusion_matrix(y, p, c), metrics.confusion_matrix(y, p, labels=range(c))
+        )
+        for score, fn in (
+            ("precision", metrics.precision_score),
+            ("recall", metrics.recall_score),
+            ("f1", metrics.f1_score),
+        ):
+            for average in ("macro", "weighted", "micro"):
+                want = fn(y, p, labels=present, average=average, zero_division=0)
+                got = ref.average_scores(y, p, c, score, average)
+                assert got == pytest.approx(want, rel=1e-12), (score, average)
+
+
+# ------------------------------------------------------------------------------------------
+# Parity with the reference on random batches [16, 3000] with num_classes = 200 (classes the
+# videos do not use are absent: NaN per class and left out of the means).
+
+
+@given(specs=st.lists(video_specs(T_MAX), min_size=BATCH, max_size=BATCH))
+def test_matches_reference(specs):
+    targets, predictions, mask, videos = pad_batch(specs, T_MAX)
+    out = jax.device_get(_frame(targets, predictions, mask, C_MAX))
+    for i, (y, p, m) in enumerate(videos):
+        got = _row(out, i)
+        _close(got["accuracy"], ref.accuracy(y, p, m))
+        np.testing.assert_array_equal(got["confusion_matrix"], ref.confusion_matrix(y, p, C_MAX, m))
+        _close(got["class_accuracy"], ref.class_accuracy(y, p, C_MAX, m))
+        for score in SCORES:
+            for average in AVERAGES:
+                _close(
+                    got[f"{score}_{average}"], ref.average_scores(y, p, C_MAX, score, average, m)
+                )

@@ -1,0 +1,262 @@
+"""Reading datasets from files: formats, pairing of videos, and every bad input."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+from _cli_data import random_videos, write_dataset, write_labels, write_mapping
+
+from jaxseg import io
+from jaxseg._src.io_files import find_mapping, pair_files, write_atomic
+
+NAMES = ("take", "open", "pour", "background")
+INDEX = {name: i for i, name in enumerate(NAMES)}
+
+
+def test_mapping_reads_indices_in_any_order_and_skips_blank_lines(tmp_path):
+    path = tmp_path / "mapping.txt"
+    path.write_text("2 pour\n\n0 take\n1 open\n3 background\n")
+    assert io.read_mapping(path) == NAMES
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("0 take\n1\n", ":2: expected 'index name', got '1'"),
+        ("0 take\nx open\n", ":2: expected 'index name', got 'x open'"),
+        ("0 take\n1 open pour\n", ":2: expected 'index name'"),
+        ("0 take\n0 open\n", ":2: index 0 appears twice"),
+        ("0 take\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
+        ("0 take\n2 open\n", "indices must be 0..1, but 1 is missing"),
+        ("\n\n", "mapping file is empty"),
+        ("0 take\n1 op\x00en\n", "mapping file is not a text file (NUL byte at offset 11)"),
+    ],
+)
+def test_mapping_errors_name_file_and_line(tmp_path, content, message):
+    path = tmp_path / "mapping.txt"
+    path.write_text(content)
+    with pytest.raises(io.InputError) as error:
+        io.read_mapping(path)
+    assert str(error.value).startswith(str(path))
+    assert message in str(error.value)
+
+
+def test_mapping_missing_and_not_utf8(tmp_path):
+    with pytest.raises(io.InputError, match="mapping file not found"):
+        io.read_mapping(tmp_path / "nope.txt")
+    path = tmp_path / "mapping.txt"
+    path.write_bytes(b"0 take\n1 \xff\xfe\n")
+    with pytest.raises(io.InputError, match="not a UTF-8 text file"):
+        io.read_mapping(path)
+
+
+@pytest.mark.parametrize("style", ["lines", "mstcn", "npy"])
+def test_label_files_round_trip(tmp_path, style):
+    for name, (target, _) in random_videos(0, 5, len(NAMES)).items():
+        path = write_labels(tmp_path / name, target, NAMES, style)
+        np.testing.assert_array_equal(io.read_labels(path, INDEX), target)
+        assert io.read_labels(path, INDEX).dtype == np.int32
+
+
+def test_text_labels_accept_crlf_tabs_and_leading_blank_lines(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_bytes(b"\r\ntake\r\ntake\topen\r\n\r\npour \n")
+    np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 0, 1, 2])
+    path.write_bytes(b"\n### Frame level recognition: ###\ntake open\nbackground\n")
+    np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
+
+
+def test_unknown_label_names_line_and_frame(tmp_path):
+    path = tmp_path / "v.txt"
+    path.write_text("take\ntake\n\nopen\nstir\ntake\n")
+    with pytest.raises(io.InputError) as error:
+        io.read_label_text(path, INDEX)
+    assert str(error.value).startswith(f"{path}:5: unknown label 'stir' (frame 4)")
+    assert "known labels: take, open, pour, background" in str(error.value)
+    path.write_text("### Frame level recognition: ###\ntake take open\nstir\n")
+    with pytest.raises(io.InputError, match=r":3: unknown label 'stir' \(frame 4\)"):
+        io.read_label_text(path, INDEX)
+    path.write_text("### Frame level recognition: ###\ntake Take\n")
+    with pytest.raises(io.InputError, match=r":2: unknown label 'Take' \(frame 2\)"):
+        io.read_label_text(path, INDEX)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "empty file (no labels)"),
+        (b" \n\n\t\n", "empty file (no labels)"),
+        (b"### Frame level recognition: ###\n", "empty file (no labels)"),
+        (b"### Frame level recognition: ###", "empty file (no labels)"),
+        (b"take\n\x00\x01\x02take\n", "label file is not a text file (NUL byte at offset 5)"),
+        (b"take\n\x89PNG\xff\n", "label file is not a UTF-8 text file (invalid byte at offset 5)"),
+    ],
+)
+def test_empty_and_binary_label_files(tmp_path, content, message):
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    with pytest.raises(io.InputError) as error:
+        io.read_label_text(path, INDEX)
+    assert str(error.value) == f"{path}: {message}"
+
+
+def test_label_arrays(tmp_path):
+    scores = np.array([[0.1, 0.9, 0.0], [0.8, 0.1, 0.1], [0.0, 0.2, 0.3]], np.float32)
+    np.save(tmp_path / "scores.npy", scores)
+    np.testing.assert_array_equal(io.read_label_array(tmp_path / "scores.npy"), [1, 0, 2])
+    bad = {
+        "float_labels": (np.array([0.0, 1.0]), "expected integer labels [T] or float scores"),
+        "rank3": (np.zeros((2, 2, 2), np.int32), "shape (2, 2, 2)"),
+        "empty": (np.zeros((0,), np.int64), "empty array (no frames)"),
+        "negative": (np.array([0, 2, -1]), "negative label -1 at frame 3"),
+        "nan": (np.array([[0.0, np.nan]]), "no NaN"),
+        "objects": (np.array([1, "a"], dtype=object), "not a readable .npy array"),
+    }
+    for name, (array, message) in bad.items():
+        np.save(tmp_path / f"{name}.npy", array, allow_pickle=True)
+        with pytest.raises(io.InputError, match=re.escape(message)):
+            io.read_label_array(tmp_path / f"{name}.npy")
+    (tmp_path / "junk.npy").write_bytes(b"not numpy")
+    with pytest.raises(io.InputError, match=r"junk\.npy: not a readable \.npy array"):
+        io.read_label_array(tmp_path / "junk.npy")
+    with pytest.raises(io.InputError, match="text label files need a mapping file"):
+        io.read_labels(tmp_path / "v.txt", None)
+
+
+def test_split_file(tmp_path):
+    path = tmp_path / "test.split1.bundle"
+    path.write_text("b.txt\na.txt\n\nc\n")
+    assert io.read_split(path) == ("b", "a", "c")
+    path.write_text("b.txt\na.txt\nb\n")
+    with pytest.raises(
+        io.InputError, match=r"bundle:3: video 'b' is listed twice \(first on line 1\)"
+    ):
+        io.read_split(path)
+    path.write_text("\n")
+    with pytest.raises(io.InputError, match="split file lists no videos"):
+        io.read_split(path)
+
+
+def _touch(folder, *names):
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        (folder / name).write_text("take\n")
+
+
+def test_pairing_by_video_name_ignoring_suffixes(tmp_path):
+    _touch(tmp_path / "gt", "b.txt", "a.txt", ".hidden")
+    _touch(tmp_path / "pred", "a", "b.npy")
+    pairs = pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    assert [(n, t.name, p.name) for n, t, p in pairs] == [
+        ("a", "a.txt", "a"),
+        ("b", "b.txt", "b.npy"),
+    ]
+    pairs = pair_files(tmp_path / "gt", tmp_path / "pred", ["b"])
+    assert [n for n, _, _ in pairs] == ["b"]
+
+
+def test_pairing_errors_list_the_videos(tmp_path):
+    _touch(tmp_path / "gt", "a.txt", "b.txt", "c.txt")
+    _touch(tmp_path / "pred", "a", "d", "e")
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    assert str(error.value) == (
+        f"{tmp_path / 'pred'}: 2 prediction(s) without ground truth in {tmp_path / 'gt'}: d, e"
+    )
+    for name in ("d", "e"):
+        (tmp_path / "pred" / name).unlink()
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    assert str(error.value).endswith(
+        "2 ground-truth file(s) without prediction in "
+        f"{tmp_path / 'pred'}: b, c (use --split to evaluate a subset)"
+    )
+    with pytest.raises(io.InputError, match=r"no prediction for 1 video\(s\) of the split: c"):
+        pair_files(tmp_path / "gt", tmp_path / "pred", ["a", "c"])
+    with pytest.raises(io.InputError, match=r"no ground truth for 2 video\(s\) of the split: x, y"):
+        pair_files(tmp_path / "gt", tmp_path / "pred", ["a", "x", "y"])
+    _touch(tmp_path / "pred", "a.txt")
+    with pytest.raises(io.InputError, match=r"two files for video 'a' \(also a\)"):
+        pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    with pytest.raises(io.InputError, match="missing: ground-truth folder not found"):
+        pair_files(tmp_path / "missing", tmp_path / "pred", None)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(io.InputError, match="empty: predictions folder has no files"):
+        pair_files(tmp_path / "gt", tmp_path / "empty", None)
+
+
+def test_dataset_reading_and_mapping_discovery(tmp_path):
+    videos = random_videos(1, 6, len(NAMES))
+    truth, predictions = write_dataset(
+        tmp_path, videos, NAMES, prediction_style="lines", prediction_suffix=".txt"
+    )
+    assert find_mapping(truth) == tmp_path / "mapping.txt"
+    dataset = io.load_segmentation_dataset(truth, predictions)
+    assert dataset.names == tuple(sorted(videos))
+    assert dataset.class_names == NAMES
+    for name, target, prediction in zip(
+        dataset.names, dataset.targets, dataset.predictions, strict=True
+    ):
+        np.testing.assert_array_equal(target, videos[name][0])
+        np.testing.assert_array_equal(prediction, videos[name][1])
+    calls = []
+    io.load_segmentation_dataset(truth, predictions, progress=lambda *a: calls.append(a))
+    assert calls == [(i, 6) for i in range(1, 7)]
+
+
+def test_dataset_from_arrays_without_mapping_infers_classes(tmp_path):
+    videos = {"a": (np.array([0, 0, 4]), np.array([0, 1, 1])), "b": (np.array([2]), np.array([3]))}
+    truth, predictions = write_dataset(
+        tmp_path, videos, [str(i) for i in range(5)], truth_style="npy", prediction_style="npy"
+    )
+    (tmp_path / "mapping.txt").unlink()
+    dataset = io.load_segmentation_dataset(truth, predictions)
+    assert dataset.class_names == ("0", "1", "2", "3", "4")
+    np.testing.assert_array_equal(dataset.targets[0], [0, 0, 4])
+
+
+def test_dataset_errors(tmp_path):
+    videos = {"a": (np.array([0, 0, 1]), np.array([0, 1]))}
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    with pytest.raises(io.InputError) as error:
+        io.load_segmentation_dataset(truth, predictions)
+    assert str(error.value) == (
+        f"{predictions / 'a'}: video 'a' has 2 predicted frames but 3 "
+        f"ground-truth frames ({truth / 'a.txt'})"
+    )
+    (predictions / "a").unlink()
+    np.save(predictions / "a.npy", np.array([0, 1, 7]))
+    with pytest.raises(
+        io.InputError, match=r"a.npy: label 7 at frame 3 is not a class of .*mapping.txt \(0..3\)"
+    ):
+        io.load_segmentation_dataset(truth, predictions)
+    with pytest.raises(io.InputError, match=r"other\.txt: mapping file not found"):
+        io.load_segmentation_dataset(truth, predictions, mapping=tmp_path / "other.txt")
+
+
+def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "out.json"
+    write_atomic(path, "first")
+    write_atomic(path, b"second")
+    assert path.read_text() == "second"
+
+    def broken_replace(source, target):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic(path, "third")
+    assert path.read_text() == "second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+    with pytest.raises(io.InputError, match=r"output folder .* does not exist"):
+        write_atomic(tmp_path / "no" / "out.json", "x")
+
+
+def test_mapping_is_found_above_the_ground_truth_folder(tmp_path):
+    (tmp_path / "groundTruth").mkdir()
+    assert find_mapping(tmp_path / "groundTruth") is None
+    write_mapping(tmp_path / "mapping.txt", NAMES)
+    assert find_mapping(tmp_path / "groundTruth") == tmp_path / "mapping.txt"

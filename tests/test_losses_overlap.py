@@ -1,0 +1,188 @@
+"""Tests of the soft overlap losses against hard IoU/Dice and slow numpy references."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _reference_losses import class_sums, hard_dice, hard_iou, lovasz_class, softmax
+from jax.test_util import check_grads
+
+from jaxseg import losses
+
+T, C = 40, 4
+ONE_HOT_SCALE = 40.0
+
+
+def _data(seed, size=8, length=T, classes=C):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, classes - 1, (size, length))  # the last class is never a label
+    predictions = np.where(
+        rng.random((size, length)) < 0.3, rng.integers(0, classes, (size, length)), labels
+    )
+    masks = rng.random((size, length)) < 0.8
+    masks[0] = False  # an example without valid positions
+    logits = rng.normal(0, 2, (size, length, classes)).astype(np.float32)
+    return labels, predictions, masks, logits
+
+
+def _reference(name, probs, labels, classes, num_classes):
+    """Per-example loss from the formulas, with smooth = 0."""
+    inter, pred, target = class_sums(probs, labels, num_classes)
+    present = target > 0
+    if name == "generalized_dice":
+        w = np.where(present, 1.0 / np.maximum(target, 1) ** 2, 0.0)
+        den = np.sum(w * (pred + target))
+        return 1.0 - 2 * np.sum(w * inter) / den if den else 0.0
+    if name == "jaccard":
+        union = pred + target - inter
+        per_class = 1.0 - np.divide(inter, union, out=np.ones_like(union), where=union > 0)
+    elif name == "dice":
+        total = pred + target
+        per_class = 1.0 - np.divide(2 * inter, total, out=np.ones_like(total), where=total > 0)
+    elif name == "tversky":  # alpha = 0.3, beta = 0.7
+        den = inter + 0.3 * (pred - inter) + 0.7 * (target - inter)
+        per_class = 1.0 - np.divide(inter, den, out=np.ones_like(den), where=den > 0)
+    else:
+        onehot = np.eye(num_classes)[labels]
+        per_class = np.array(
+            [
+                lovasz_class(np.abs(onehot[:, c] - probs[:, c]), onehot[:, c])
+                for c in range(num_classes)
+            ]
+        )
+    if classes == "all":
+        return per_class.mean()
+    return per_class[present].mean() if present.any() else 0.0
+
+
+_LOSSES = {
+    "jaccard": losses.soft_jaccard_loss,
+    "dice": losses.soft_dice_loss,
+    "tversky": lambda *a, **k: losses.tversky_loss(*a, alpha=0.3, beta=0.7, **k),
+    "lovasz": losses.lovasz_softmax_loss,
+}
+
+
+@pytest.mark.parametrize("classes", ["present", "all"])
+def test_overlap_losses_match_the_reference_on_soft_inputs(classes):
+    labels, _, masks, logits = _data(0)
+
+    @jax.jit
+    def run(logits, labels, masks):
+        out = {
+            name: fn(logits, labels, mask=masks, classes=classes) for name, fn in _LOSSES.items()
+        }
+        out["generalized_dice"] = losses.generalized_dice_loss(logits, labels, mask=masks)
+        return out
+
+    got = run(logits, labels, masks)
+    for name, values in got.items():
+        assert values.shape == (8,) and values.dtype == jnp.float32
+        for k in range(8):
+            m = masks[k]
+            want = _reference(name, softmax(logits[k][m]), labels[k][m], classes, C)
+            np.testing.assert_allclose(
+                float(values[k]), want, rtol=1e-5, atol=1e-6, err_msg=f"{name} example {k}"
+            )
+
+
+def test_overlap_losses_equal_one_minus_the_hard_metric_on_one_hot_inputs():
+    labels, predictions, masks, _ = _data(1, size=32)
+    logits = ONE_HOT_SCALE * jax.nn.one_hot(predictions, C)
+
+    @jax.jit
+    def run(logits, labels, masks):
+        kw = dict(mask=masks)
+        return (
+            losses.soft_jaccard_loss(logits, labels, **kw),
+            losses.lovasz_softmax_loss(logits, labels, **kw),
+            losses.soft_dice_loss(logits, labels, **kw),
+            losses.soft_dice_loss(logits, labels, form="squared", **kw),
+            losses.tversky_loss(logits, labels, alpha=1.0, beta=1.0, **kw),
+        )
+
+    jaccard, lovasz, dice, dice_squared, tversky = (
+        np.asarray(x) for x in run(logits, labels, masks)
+    )
+    for k in range(1, 32):
+        m = masks[k]
+        present = np.isin(np.arange(C), labels[k][m])
+        iou = 1.0 - np.mean(hard_iou(predictions[k][m], labels[k][m], C)[present])
+        dsc = 1.0 - np.mean(hard_dice(predictions[k][m], labels[k][m], C)[present])
+        for value in (jaccard[k], lovasz[k], tversky[k]):
+            np.testing.assert_allclose(value, iou, atol=1e-6)
+        for value in (dice[k], dice_squared[k]):
+            np.testing.assert_allclose(value, dsc, atol=1e-6)
+    np.testing.assert_array_equal(jaccard[0], 0.0)  # no valid position
+
+
+def test_dense_images_and_smoothing():
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 3, (2, 6, 5))
+    logits = rng.normal(0, 1, (2, 6, 5, 3)).astype(np.float32)
+    mask = rng.random((2, 6, 5)) < 0.9
+    fns = (losses.soft_jaccard_loss, losses.soft_dice_loss, losses.lovasz_softmax_loss)
+    dense = jax.jit(lambda x, y, m: [f(x, y, mask=m, event_ndim=2) for f in fns])(
+        logits, labels, mask
+    )
+    flat = jax.jit(lambda x, y, m: [f(x, y, mask=m) for f in fns])(
+        logits.reshape(2, 30, 3), labels.reshape(2, 30), mask.reshape(2, 30)
+    )
+    for a, b in zip(dense, flat, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    # Smoothing enters numerator and denominator: an absent class scores 1 with "all".
+    probs = softmax(logits[0].reshape(30, 3))
+    inter, pred, target = class_sums(probs, labels[0].reshape(30), 3)
+    want = np.mean(1.0 - (inter + 1.0) / (pred + target - inter + 1.0))
+    got = losses.soft_jaccard_loss(logits[0], labels[0], smooth=1.0, classes="all", event_ndim=2)
+    np.testing.assert_allclose(float(got), want, rtol=1e-6)
+    with pytest.raises(ValueError, match="classes"):
+        losses.soft_jaccard_loss(logits[0], labels[0], classes="some", event_ndim=2)
+    with pytest.raises(ValueError, match="labels must have shape"):
+        losses.soft_dice_loss(logits[0], labels[0, :, :4])
+
+
+def test_overlap_gradients_float64_finite_and_zero_on_masked_positions():
+    labels, _, masks, logits = _data(3, size=3, length=10)
+    with jax.enable_x64(), jax.numpy_dtype_promotion("standard"):
+        x = jnp.asarray(logits[1:], jnp.float64)
+        for name, fn in {**_LOSSES, "generalized_dice": losses.generalized_dice_loss}.items():
+            loss = jax.jit(lambda z, f=fn: jnp.sum(f(z, labels[1:], mask=masks[1:])))
+            if name != "lovasz":  # piecewise linear: finite differences cross the sort order
+                check_grads(loss, (x,), order=1, modes=["rev"], eps=1e-6)
+    grad_fns = [
+        jax.jit(jax.grad(lambda z, f=fn: jnp.sum(f(z, labels, mask=masks))))
+        for fn in (*_LOSSES.values(), losses.generalized_dice_loss)
+    ]
+    for grad_fn in grad_fns:
+        grads = np.asarray(grad_fn(logits))
+        assert np.all(np.isfinite(grads))
+        assert np.all(grads[~masks] == 0.0)
+        assert np.any(grads[masks] != 0.0)
+    # Degenerate: one class everywhere, one-hot and exactly right.
+    one_class = ONE_HOT_SCALE * jax.nn.one_hot(np.zeros((1, 10), int), 1)
+    zeros = np.zeros((1, 10), int)
+    for fn in (*_LOSSES.values(), losses.generalized_dice_loss):
+        value, grads = jax.jit(jax.value_and_grad(lambda z, f=fn: jnp.sum(f(z, zeros))))(one_class)
+        np.testing.assert_allclose(float(value), 0.0, atol=1e-6)
+        assert np.all(np.isfinite(np.asarray(grads)))
+
+
+def test_lovasz_gradient_is_the_sorted_jaccard_increment():
+    # d loss / d p for one class: the Lovász weights along the error order (no gradient
+    # through the sort), checked against the reference weights by finite differences.
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 2, 12)
+    logits = rng.normal(0, 1, (12, 2)).astype(np.float32)
+    with jax.enable_x64(), jax.numpy_dtype_promotion("standard"):
+        x = jnp.asarray(logits, jnp.float64)
+        fn = jax.jit(lambda z: losses.lovasz_softmax_loss(z, labels, classes="all"))
+        grads = np.asarray(jax.grad(fn)(x))
+        eps = 1e-7
+        numeric = np.zeros_like(grads)
+        for i in range(12):
+            for c in range(2):
+                step = np.zeros_like(logits, dtype=np.float64)
+                step[i, c] = eps
+                numeric[i, c] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
+    np.testing.assert_allclose(grads, numeric, rtol=1e-5, atol=1e-8)

@@ -1,0 +1,131 @@
+"""Tests of smoothing_loss, segment_start_penalty, ctc_transcript_loss and the interval losses."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _reference_losses import ctc_brute_force, intervals, segment_labels, smoothing, softmax
+from jax.test_util import check_grads
+
+from jaxseg import losses
+
+ONE_HOT_SCALE = 40.0
+
+
+def test_smoothing_matches_ms_tcn_formula_and_ignores_masked_frames():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 3, (6, 20, 4)).astype(np.float32)
+    masks = rng.random((6, 20)) < 0.7
+    masks[0] = False
+    masks[1] = np.arange(20) == 3  # a single valid frame: no adjacent pair
+    got = jax.jit(lambda x, m: losses.smoothing_loss(x, mask=m, threshold=2.0))(logits, masks)
+    for k in range(6):
+        log_probs = np.log(softmax(logits[k][masks[k]]))
+        np.testing.assert_allclose(float(got[k]), smoothing(log_probs, 2.0), rtol=1e-5, atol=1e-7)
+    assert float(got[0]) == 0.0 and float(got[1]) == 0.0
+    grads = np.asarray(
+        jax.jit(jax.grad(lambda x: jnp.sum(losses.smoothing_loss(x, mask=masks))))(logits)
+    )
+    assert np.all(np.isfinite(grads)) and np.all(grads[~masks] == 0.0)
+
+
+def test_segment_start_penalty_counts_predicted_segments_on_one_hot_inputs():
+    rng = np.random.default_rng(1)
+    labels = np.repeat(rng.integers(0, 4, (16, 10)), 3, axis=1)
+    predictions = np.where(rng.random((16, 30)) < 0.15, rng.integers(0, 4, (16, 30)), labels)
+    masks = rng.random((16, 30)) < 0.8
+    logits = ONE_HOT_SCALE * jax.nn.one_hot(predictions, 4)
+
+    @jax.jit
+    def run(logits, labels, masks):
+        return (
+            losses.segment_start_penalty(logits, labels, mask=masks, background=(0,)),
+            losses.segment_start_penalty(logits, labels, mask=masks, normalize="none"),
+        )
+
+    by_target, raw = (np.asarray(x) for x in run(logits, labels, masks))
+    for k in range(16):
+        m = masks[k]
+        n_pred = len(segment_labels(predictions[k][m], (0,)))
+        n_target = len(segment_labels(labels[k][m], (0,)))
+        np.testing.assert_allclose(by_target[k], n_pred / max(n_target, 1), atol=1e-5)
+        np.testing.assert_allclose(raw[k], len(segment_labels(predictions[k][m])), atol=1e-5)
+
+
+@pytest.mark.parametrize("background", [(), (0,)])
+def test_ctc_transcript_loss_equals_brute_force_enumeration(background):
+    rng = np.random.default_rng(2)
+    size, length, classes = 12, 5, 3
+    logits = rng.normal(0, 1.5, (size, length, classes)).astype(np.float32)
+    labels = rng.integers(0, classes, (size, length))
+    masks = rng.random((size, length)) < 0.85
+    got = jax.jit(
+        lambda x, y, m: losses.ctc_transcript_loss(
+            x, y, mask=m, background=background, normalize="none"
+        )
+    )(logits, labels, masks)
+    for k in range(size):
+        m = masks[k]
+        probs = softmax(logits[k][m])
+        blank = background[0] if background else classes
+        if not background:  # the phantom blank column has logit -1e5: probability 0
+            probs = np.hstack([probs, np.zeros((len(probs), 1))])
+        transcript = segment_labels(labels[k][m], background)
+        want = ctc_brute_force(probs, transcript, blank) if m.any() else 0.0
+        np.testing.assert_allclose(float(got[k]), want, rtol=1e-4, atol=1e-4)
+
+
+def test_ctc_transcript_loss_normalisation_overflow_and_errors():
+    labels = np.array([1, 1, 2, 2, 1, 0])
+    logits = ONE_HOT_SCALE * jax.nn.one_hot(labels, 3)
+    loss = jax.jit(lambda x, y: losses.ctc_transcript_loss(x, y, background=(0,)))
+    np.testing.assert_allclose(float(loss(logits, labels)), 0.0, atol=1e-5)
+    assert float(loss(logits, np.array([1, 1, 1, 1, 1, 0]))) > 10.0
+    overflow = jax.jit(lambda x, y: losses.ctc_transcript_loss(x, y, max_segments=2))
+    assert np.isnan(float(overflow(logits, labels)))
+    with pytest.raises(ValueError, match="background"):
+        losses.ctc_transcript_loss(logits, labels, background=(0, 1))
+
+
+def test_interval_losses_match_the_formulas_and_have_gradients_when_disjoint():
+    rng = np.random.default_rng(3)
+    starts = rng.uniform(0, 10, (50, 2))
+    lengths = rng.uniform(0, 5, (50, 2))
+    lengths[:3] = 0.0  # zero-length intervals
+    preds = np.stack([starts[:, 0], starts[:, 0] + lengths[:, 0]], -1).astype(np.float32)
+    targets = np.stack([starts[:, 1], starts[:, 1] + lengths[:, 1]], -1).astype(np.float32)
+    targets[0] = preds[0]  # identical zero-length intervals: empty union and hull
+    fns = (losses.temporal_iou_loss, losses.temporal_giou_loss, losses.temporal_diou_loss)
+    got = jax.jit(lambda p, t: [f(p, t) for f in fns])(preds, targets)
+    for k in range(50):
+        want = intervals(preds[k].astype(np.float64), targets[k].astype(np.float64))
+        for value, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(float(value[k]), 1.0 - w, rtol=1e-5, atol=1e-5)
+    disjoint = (jnp.array([0.0, 1.0]), jnp.array([3.0, 4.0]))
+    for fn, moves in zip(fns, (False, True, True), strict=True):
+        grad = np.asarray(jax.grad(lambda p, f=fn: f(p, disjoint[1]))(disjoint[0]))
+        assert np.all(np.isfinite(grad)) and bool(np.any(grad != 0)) == moves
+    with jax.enable_x64(), jax.numpy_dtype_promotion("standard"):
+        p64, t64 = jnp.asarray(preds[5:9], jnp.float64), jnp.asarray(targets[5:9], jnp.float64)
+        for fn in fns:
+            check_grads(lambda p, f=fn: f(p, t64), (p64,), order=1, modes=["rev"], eps=1e-6)
+    mask = np.arange(50) % 2 == 0
+    masked = losses.temporal_giou_loss(preds, targets, mask=mask)
+    assert np.all(np.asarray(masked)[~mask] == 0.0)
+    with pytest.raises(ValueError, match="predictions"):
+        losses.temporal_iou_loss(preds[:, :1], targets[:, :1])
+
+
+def test_start_penalty_check_grads_float64():
+    # (smoothing_loss stops the gradient through the previous frame, as MS-TCN does, so its
+    # gradient is deliberately not the finite-difference derivative of its value.)
+    rng = np.random.default_rng(4)
+    mask = np.array([1, 1, 0, 1, 1, 1, 0, 1], bool)
+    with jax.enable_x64(), jax.numpy_dtype_promotion("standard"):
+        logits = jnp.asarray(rng.normal(0, 1, (8, 3)), jnp.float64)
+        starts = jax.jit(
+            lambda x: losses.segment_start_penalty(
+                x, jnp.zeros(8, jnp.int32), mask=mask, normalize="none"
+            )
+        )
+        check_grads(starts, (logits,), order=1, modes=["rev"], eps=1e-6)

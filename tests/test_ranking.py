@@ -1,0 +1,319 @@
+"""Tests of average precision, precision-recall curves, per-frame mAP / cAP and top-k."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import _reference_ranking as ref
+import jax
+import numpy as np
+import pytest
+from conftest import golden_path
+from sklearn import metrics as skm
+
+from jaxseg import metrics as M
+
+N_AP = 512  # every AP row is padded to this length (one compile per interpolation)
+
+
+def _load(name):
+    path = golden_path(f"{name}.json")
+    if not path.exists():
+        pytest.skip(f"golden data not found at {path}")
+    with open(path) as f:
+        return json.load(f), dict(np.load(golden_path(f"{name}.npz")))
+
+
+@functools.partial(jax.jit, static_argnames=("interpolation",))
+def _ap(targets, scores, mask, num_positives, interpolation):
+    return M.average_precision(
+        targets, scores, mask=mask, interpolation=interpolation, num_positives=num_positives
+    )
+
+
+def _pad_rows(rows, n):
+    out = np.zeros((len(rows), n), rows[0].dtype)
+    mask = np.zeros((len(rows), n), bool)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+        mask[i, : len(r)] = True
+    return out, mask
+
+
+# ---------------------------------------------------------------------------- golden
+@pytest.mark.parametrize(
+    "interpolation, key",
+    [
+        ("step", "sklearn_ap"),
+        ("11point", "voc11_ap_padilla"),
+        ("all_point", "allpoint_ap_padilla"),
+        ("all_point", "allpoint_ap_anet"),
+    ],
+)
+def test_golden_ap(interpolation, key):
+    data, arrays = _load("ap")
+    cases = data["cases"]
+    scores, mask = _pad_rows([arrays[f"scores_{c['key']}"] for c in cases], N_AP)
+    labels, _ = _pad_rows([arrays[f"labels_{c['key']}"] for c in cases], N_AP)
+    # sklearn ignores the never-retrieved positives; the VOC anchors count them.
+    missed = 0 if interpolation == "step" else 1
+    npos = np.array([c["n_pos"] + missed * c["n_missed"] for c in cases], np.int32)
+    got = np.asarray(_ap(labels, scores, mask, npos, interpolation))
+    want = np.array([np.nan if c[key] is None else c[key] for c in cases])
+    np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+
+
+def _online_batch(cases, arrays, n, c):
+    targets = np.zeros((len(cases), n, c), np.uint8)
+    scores = np.zeros((len(cases), n, c), np.float32)
+    mask = np.zeros((len(cases), n), bool)
+    for i, case in enumerate(cases):
+        t, s = arrays[f"targets_{case['key']}"], arrays[f"scores_{case['key']}"]
+        targets[i, : t.shape[0], : t.shape[1]] = t
+        scores[i, : s.shape[0], : s.shape[1]] = s
+        mask[i, : t.shape[0]] = True
+    return targets, scores, mask
+
+
+@functools.partial(jax.jit, static_argnames=("background", "ambiguous"))
+def _online(targets, scores, mask, background, ambiguous):
+    kw = dict(mask=mask, background=background, ambiguous=ambiguous)
+    return (
+        M.mean_average_precision(targets, scores, **kw),
+        M.calibrated_average_precision(targets, scores, **kw),
+    )
+
+
+def _check_lstr(case, result, index):
+    for name, got in zip(("lstr_AP", "lstr_cAP"), result, strict=True):
+        want = case[name]
+        per_class = np.asarray(got.per_class[index])
+        scored = {int(k) for k in want["per_class"]}
+        for c in range(case["num_classes"]):
+            if c in scored:
+                assert abs(per_class[c] - want["per_class"][str(c)]) <= 1e-6, (name, c)
+            else:
+                assert np.isnan(per_class[c]), (name, c)
+        mean = float(got.mean[index])
+        assert math.isnan(mean) if want["mean"] is None else abs(mean - want["mean"]) <= 1e-6, name
+
+
+def test_golden_online_lstr():
+    """All cases in one batch: each case's ambiguous column moves to the last (padding) column,
+    so one static ``ambiguous`` serves every case (a column of zeros drops no frame)."""
+    data, arrays = _load("online")
+    cases = data["cases"]
+    width = max(c["num_classes"] for c in cases) + 1
+    targets, scores, mask = _online_batch(cases, arrays, max(c["n_frames"] for c in cases), width)
+    for i, case in enumerate(cases):
+        a = case["ambiguous_index"]
+        if a is not None:
+            targets[i, :, [a, -1]] = targets[i, :, [-1, a]]
+            scores[i, :, [a, -1]] = scores[i, :, [-1, a]]
+    result = _online(targets, scores, mask, (0,), (width - 1,))
+    for i, case in enumerate(cases):
+        _check_lstr(case, result, i)
+
+
+def test_golden_online_sklearn_all_frames():
+    data, arrays = _load("online")
+    cases = data["cases"]
+    batch = _online_batch(
+        cases, arrays, max(c["n_frames"] for c in cases), max(c["num_classes"] for c in cases)
+    )
+    ap, _ = _online(*batch, (), ())
+    for i, case in enumerate(cases):
+        got = np.asarray(ap.per_class[i, : case["num_classes"]])
+        has = np.asarray(case["has_positive_all_frames"])
+        want = np.asarray(case["sklearn_ap_all_frames_per_class"])
+        np.testing.assert_allclose(got[has], want[has], atol=1e-6, rtol=0)
+        assert np.isnan(got[~has]).all()  # sklearn: 0.0 with a warning; here undefined
+
+
+@functools.partial(jax.jit, static_argnames=("k",))
+def _top_k(targets, scores, mask, k):
+    return M.top_k_accuracy(targets, scores, k=k, mask=mask)
+
+
+def test_golden_top_k():
+    data, arrays = _load("retrieval")
+    cases = data["topk"]
+    n, c = max(x["n"] for x in cases), max(x["num_classes"] for x in cases)
+    scores = np.full((len(cases), n, c), -np.inf, np.float32)  # padded classes never outrank
+    labels = np.zeros((len(cases), n), np.int32)
+    mask = np.zeros((len(cases), n), bool)
+    for i, case in enumerate(cases):
+        s = arrays[f"topk_scores_{case['key']}"]
+        scores[i, : s.shape[0], : s.shape[1]] = s
+        labels[i, : s.shape[0]] = arrays[f"topk_labels_{case['key']}"]
+        mask[i, : s.shape[0]] = True
+    got = np.asarray(_top_k(labels, scores, mask, (1, 5)))
+    want = [[case["top1"], case["top5"]] for case in cases]
+    np.testing.assert_allclose(got, want, atol=1e-6, rtol=0)
+
+
+# ---------------------------------------------------------------------------- random parity
+R_ROWS, R_N = 24, 64
+
+
+def _random_rows(seed, ties):
+    rng = np.random.default_rng(seed)
+    scores = rng.random((R_ROWS, R_N)).astype(np.float32)
+    if ties:
+        scores = np.round(scores * rng.integers(1, 6, (R_ROWS, 1))).astype(np.float32) / 5
+    targets = rng.random((R_ROWS, R_N)) < rng.uniform(0.05, 0.7, (R_ROWS, 1))
+    targets[0] = False  # no positive
+    targets[1] = True  # all positive
+    mask = rng.random((R_ROWS, R_N)) < 0.85
+    mask[2] = False  # fully masked row
+    return targets, scores, mask
+
+
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("interpolation", ["step", "11point", "all_point"])
+def test_ap_matches_reference_and_sklearn(ties, interpolation):
+    targets, scores, mask = _random_rows(7 + ties, ties)
+    npos = (targets & mask).sum(-1).astype(np.int32)
+    got = np.asarray(_ap(targets, scores, mask, npos, interpolation))
+    fn = {"step": ref.step_ap, "11point": ref.eleven_point_ap, "all_point": ref.all_point_ap}
+    for r in range(R_ROWS):
+        want = fn[interpolation](targets[r][mask[r]], scores[r][mask[r]])
+        if math.isnan(want):
+            assert np.isnan(got[r]), r
+        else:
+            assert abs(got[r] - want) <= 1e-6, (r, got[r], want)
+        if interpolation == "step" and npos[r] > 0:
+            sk = skm.average_precision_score(targets[r][mask[r]], scores[r][mask[r]])
+            assert abs(got[r] - sk) <= 1e-6
+
+
+def test_ap_extreme_scores_use_the_general_sort():
+    """Scores spanning more than 2**31 keys take the key/value sort; same values."""
+    targets, scores, mask = _random_rows(3, ties=True)
+    scores = scores * np.float32(1e30) - np.float32(1e29)
+    scores[:, :5] = np.float32(-3e-38)
+    scores[:, 5:7] = -np.inf
+    npos = (targets & mask).sum(-1).astype(np.int32)
+    got = np.asarray(_ap(targets, scores, mask, npos, "step"))
+    for r in range(3, R_ROWS):
+        want = ref.step_ap(targets[r][mask[r]], scores[r][mask[r]])
+        assert abs(got[r] - want) <= 1e-6, r
+
+
+def _ap_small(rows, interpolation="step"):
+    """AP of a few short rows ``(targets, scores, mask)`` through the shared compiled shape."""
+    targets = np.zeros((R_ROWS, R_N), bool)
+    scores = np.zeros((R_ROWS, R_N), np.float32)
+    mask = np.zeros((R_ROWS, R_N), bool)
+    for i, (t, sc, m) in enumerate(rows):
+        targets[i, : len(t)], scores[i, : len(t)], mask[i, : len(t)] = t, sc, m
+    npos = (targets & mask).sum(-1).astype(np.int32)
+    return np.asarray(_ap(targets, scores, mask, npos, interpolation))[: len(rows)]
+
+
+def test_ap_signed_zero_is_one_tie():
+    row = (np.array([1, 0, 1, 0]), np.array([0.0, -0.0, 0.0, -0.0]), np.ones(4, bool))
+    assert _ap_small([row])[0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_calibrated_ap_matches_reference(ties):
+    targets, scores, _ = _random_rows(11 + ties, ties)
+    _, result = _online(targets.T[None], scores.T[None], np.ones((1, R_N), bool), (), ())
+    assert result.per_class.shape == (1, R_ROWS)
+    for r in range(R_ROWS):
+        want = ref.calibrated_ap(targets[r], scores[r])
+        got = float(result.per_class[0, r])
+        assert math.isnan(got) if math.isnan(want) else abs(got - want) <= 1e-6, r
+    assert float(result.per_class[0, 1]) == 1.0  # every frame positive
+
+
+def test_mean_average_precision_mask_background_ambiguous():
+    rng = np.random.default_rng(5)
+    targets = np.eye(R_ROWS, dtype=np.uint8)[rng.integers(0, 4, R_N)]  # classes >= 4 absent
+    scores = rng.random((R_N, R_ROWS)).astype(np.float32)
+    mask = rng.random(R_N) < 0.8
+    ap, cap = _online(targets[None], scores[None], mask[None], (0,), (3,))
+    for metric, got in ((ref.step_ap, ap), (ref.calibrated_ap, cap)):
+        per_class, mean = ref.per_class(metric, targets[mask], scores[mask], (0,), (3,))
+        np.testing.assert_allclose(np.asarray(got.per_class[0]), per_class, atol=1e-6)
+        assert float(got.mean[0]) == pytest.approx(mean, abs=1e-6)
+    ap, cap = _online(targets[None], scores[None], np.zeros((1, R_N), bool), (0,), (3,))
+    assert np.isnan(np.asarray(ap.per_class)).all() and np.isnan(float(ap.mean[0]))
+    assert np.isnan(np.asarray(cap.per_class)).all() and np.isnan(float(cap.mean[0]))
+
+
+def test_precision_recall_curve_matches_sklearn():
+    rng = np.random.default_rng(2)
+    scores = np.round(rng.random(40), 1).astype(np.float32)
+    targets = rng.random(40) < 0.4
+    curve = jax.jit(M.precision_recall_curve)(targets, scores)
+    valid = np.asarray(curve.valid)
+    precision, recall, thresholds = skm.precision_recall_curve(targets, scores)
+    np.testing.assert_allclose(np.asarray(curve.thresholds)[valid], thresholds[::-1], atol=0)
+    np.testing.assert_allclose(np.asarray(curve.precision)[valid], precision[:-1][::-1], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(curve.recall)[valid], recall[:-1][::-1], atol=1e-6)
+
+
+def test_ap_degenerate_values():
+    one, yes, no = np.ones(4), np.ones(4, bool), np.zeros(4, bool)
+    rows = [(no, one, yes), (yes, one, yes), (yes, one, no), (np.array([1, 0, 0, 0]), one, yes)]
+    for interpolation in ("step", "11point", "all_point"):
+        no_positive, all_positive, all_masked, constant = _ap_small(rows, interpolation)
+        assert np.isnan(no_positive) and np.isnan(all_masked)
+        assert all_positive == 1.0
+        if interpolation == "step":  # a constant score holds everything: AP = prevalence
+            assert constant == 0.25
+    empty = M.average_precision(np.zeros((2, 0), int), np.zeros((2, 0)))
+    assert empty.shape == (2,) and np.isnan(np.asarray(empty)).all()
+
+
+def test_ap_errors_name_the_argument():
+    with pytest.raises(ValueError, match="interpolation"):
+        M.average_precision(np.ones(3, int), np.ones(3), interpolation="trapezoid")
+    with pytest.raises(ValueError, match="targets and scores"):
+        M.average_precision(np.ones(3, int), np.ones(4))
+    with pytest.raises(TypeError, match="targets"):
+        M.average_precision(np.ones(3), np.ones(3))
+    with pytest.raises(ValueError, match="num_positives"):
+        M.average_precision(np.ones((2, 3), int), np.ones((2, 3)), num_positives=np.ones(3, int))
+    with pytest.raises(ValueError, match="ambiguous"):
+        M.mean_average_precision(np.ones((3, 2), int), np.ones((3, 2)), ambiguous=(2,))
+
+
+# ---------------------------------------------------------------------------- top-k
+def test_top_k_ties_follow_sklearn_and_reference():
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.random((200, 7)) * 3).astype(np.float32)
+    targets = rng.integers(0, 7, 200)
+    mask = rng.random(200) < 0.9
+    got = np.asarray(_top_k(targets, scores, mask, (1, 3, 7)))
+    for j, k in enumerate((1, 3, 7)):
+        want = np.mean(
+            [ref.top_k_correct(t, s, k) for t, s in zip(targets[mask], scores[mask], strict=True)]
+        )
+        assert abs(got[j] - want) <= 1e-6
+        if k < 7:
+            sk = skm.top_k_accuracy_score(targets[mask], scores[mask], k=k, labels=np.arange(7))
+            assert abs(got[j] - sk) <= 1e-6
+    assert got[2] == 1.0
+    assert np.isnan(np.asarray(_top_k(targets, scores, mask & False, (1, 3, 7)))).all()
+
+
+def test_top_k_errors():
+    with pytest.raises(ValueError, match="k must"):
+        M.top_k_accuracy(np.zeros(3, int), np.ones((3, 4)), k=(0,))
+    with pytest.raises(ValueError, match="scores must have shape"):
+        M.top_k_accuracy(np.zeros(3, int), np.ones((2, 4)))
+
+
+def test_ap_is_jittable_and_vmappable():
+    targets, scores, mask = _random_rows(1, ties=True)
+    npos = (targets & mask).sum(-1).astype(np.int32)
+    direct = _ap(targets, scores, mask, npos, "step")
+    mapped = jax.jit(jax.vmap(lambda t, s, m: M.average_precision(t, s, mask=m)))(
+        targets, scores, mask
+    )
+    np.testing.assert_allclose(np.asarray(direct), np.asarray(mapped), atol=0)

@@ -1,0 +1,152 @@
+"""Tests of the streaming accumulators: dense, top-k, retrieval, per-frame AP and detection."""
+
+from __future__ import annotations
+
+import _reference_ranking as ref
+import jax
+import numpy as np
+import pytest
+from test_detection import C, V, _random_dataset, to_tables
+
+from jaxseg import metrics as M
+from jaxseg import streaming as S
+
+RNG = np.random.default_rng(0)
+
+
+def _run(acc, batches, **kw):
+    """init -> jitted update per batch -> compute, and the same split across two merged states."""
+    update = jax.jit(acc.update)
+    state = acc.init()
+    for batch in batches:
+        state = update(state, *batch, **kw)
+    half = len(batches) // 2
+    a, b = acc.init(), acc.init()
+    for batch in batches[:half]:
+        a = update(a, *batch, **kw)
+    for batch in batches[half:]:
+        b = update(b, *batch, **kw)
+    compute = jax.jit(acc.compute)
+    return compute(state), compute(jax.jit(acc.merge)(a, b))
+
+
+def _same(x, y):
+    for key in x:
+        np.testing.assert_allclose(np.asarray(x[key]), np.asarray(y[key]), atol=1e-6, err_msg=key)
+
+
+def test_dense_pools_like_the_reference():
+    batches = []
+    for _ in range(4):
+        t = RNG.integers(0, 4, (2, 16, 16)).astype(np.uint8)
+        t[RNG.random(t.shape) < 0.2] = 255
+        batches.append((t, RNG.integers(0, 4, (2, 16, 16)).astype(np.uint8)))
+    result, merged = _run(S.dense(num_classes=6, ignore_index=255), batches)
+    _same(result, merged)
+    want = ref.dense_scores(
+        np.stack([b[0] for b in batches]), np.stack([b[1] for b in batches]), 6, ignore_index=255
+    )
+    assert float(result["pixel_accuracy"]) == pytest.approx(want["pixel_acc"], abs=1e-6)
+    np.testing.assert_allclose(np.asarray(result["iou"]), want["iou"], atol=1e-6)
+    np.testing.assert_allclose(np.asarray(result["dice"]), want["dice"], atol=1e-6)
+    assert float(result["miou"]) == pytest.approx(want["miou"], abs=1e-6)
+    empty = S.dense(num_classes=2)
+    assert np.isnan(float(jax.jit(empty.compute)(empty.init())["miou"]))
+
+
+def test_top_k_and_retrieval_equal_the_functions():
+    scores = np.round(RNG.random((4, 30, 9)) * 3).astype(np.float32)
+    targets = RNG.integers(0, 9, (4, 30)).astype(np.int32)
+    result, merged = _run(S.top_k(k=(1, 3)), list(zip(targets, scores, strict=True)))
+    _same(result, merged)
+    direct = jax.jit(M.top_k_accuracy, static_argnames="k")(
+        targets.reshape(-1), scores.reshape(-1, 9), k=(1, 3)
+    )
+    np.testing.assert_allclose(np.asarray(result["accuracy"]), np.asarray(direct), atol=1e-6)
+
+    sim = np.round(RNG.random((4, 25, 40)) * 5).astype(np.float32)
+    result, merged = _run(S.retrieval(num_items=40, k=(1, 5), ties="average"), [(s,) for s in sim])
+    _same(result, merged)
+    ranks = np.asarray(jax.jit(M.retrieval_ranks, static_argnames="ties")(sim, ties="average"))
+    ranks = ranks.reshape(-1)
+    want = ref.retrieval_summary(ranks, ks=(1, 5))
+    np.testing.assert_allclose(np.asarray(result["recall"]), [want["R1"], want["R5"]], atol=1e-6)
+    assert float(result["median_rank"]) == pytest.approx(want["MedianR"], abs=1e-6)
+    assert float(result["mean_rank"]) == pytest.approx(want["MeanR"], abs=1e-4)
+    assert float(result["mean_reciprocal_rank"]) == pytest.approx(want["MRR"], abs=1e-6)
+
+
+def _frames(num_batches=4, n=40, c=5, grid=None):
+    batches = []
+    for _ in range(num_batches):
+        targets = np.eye(c, dtype=np.uint8)[RNG.integers(0, c, n)]
+        scores = RNG.random((n, c)).astype(np.float32)
+        if grid:
+            scores = (np.floor(scores * grid) / grid).astype(np.float32)
+        batches.append((targets, scores))
+    return batches
+
+
+def test_frame_ap_exact_equals_direct_and_reports_overflow():
+    batches = _frames()
+    kw = dict(num_classes=5, background=(0,), ambiguous=(4,))
+    result, merged = _run(S.frame_average_precision(capacity=200, **kw), batches)
+    _same(result, merged)
+    targets = np.concatenate([b[0] for b in batches])
+    scores = np.concatenate([b[1] for b in batches])
+    for key, metric in (("ap", ref.step_ap), ("cap", ref.calibrated_ap)):
+        per_class, mean = ref.per_class(metric, targets, scores, (0,), (4,))
+        np.testing.assert_allclose(np.asarray(result[key]), per_class, atol=1e-6)
+        assert float(result["m" + key]) == pytest.approx(mean, abs=1e-6)
+    assert float(result["overflow"]) == 0
+    small, _ = _run(S.frame_average_precision(capacity=50, **kw), batches)
+    assert float(small["overflow"]) == float(small["frames"]) - 50 > 0
+    assert np.isnan(float(small["map"])) and np.isnan(np.asarray(small["ap"])).all()
+
+
+def test_frame_ap_binned_is_exact_on_the_grid():
+    batches = _frames(grid=16)  # scores already on the bin grid: binning loses nothing
+    result, merged = _run(S.frame_average_precision(num_classes=5, num_thresholds=16), batches)
+    _same(result, merged)
+    targets = np.concatenate([b[0] for b in batches])
+    scores = np.concatenate([b[1] for b in batches])
+    for key, metric in (("ap", ref.step_ap), ("cap", ref.calibrated_ap)):
+        per_class, _ = ref.per_class(metric, targets, scores)
+        np.testing.assert_allclose(np.asarray(result[key]), per_class, atol=1e-6)
+    with pytest.raises(ValueError, match="exactly one of capacity"):
+        S.frame_average_precision(num_classes=5)
+
+
+@pytest.mark.parametrize("mode", ["capacity", "num_thresholds"])
+def test_detection_accumulator_equals_direct(mode):
+    gt, pred = _random_dataset(4, 2)
+    # Scores distinct, one per bin of 1/512, so the binned mode has no ties within a bin.
+    assert len(pred) < 512
+    pred = [(v, b, label, np.float32((i + 0.5) / 512)) for i, (v, b, label, _) in enumerate(pred)]
+    tables = to_tables(gt, pred)
+    gb, gl, gm, pb, pl, ps, pm = tables
+    direct = jax.jit(
+        lambda *t: M.detection_average_precision(
+            *t[:5], num_classes=C, iou_thresholds=(0.3, 0.5), gt_mask=t[5], pred_mask=t[6]
+        )
+    )(gb, gl, pb, pl, ps, gm, pm)
+    size = {"capacity": 1024, "num_thresholds": 512}[mode]
+    acc = S.detection(num_classes=C, iou_thresholds=(0.3, 0.5), **{mode: size})
+    halves = [tuple(x[: V // 2] for x in tables), tuple(x[V // 2 :] for x in tables)]
+    batches = [(h[0], h[1], h[3], h[4], h[5]) for h in halves]
+    update = jax.jit(acc.update)
+    states = [
+        update(acc.init(), *b, gt_mask=h[2], pred_mask=h[6])
+        for b, h in zip(batches, halves, strict=True)
+    ]
+    result = jax.jit(lambda a, b: acc.compute(acc.merge(a, b)))(*states)
+    np.testing.assert_allclose(np.asarray(result["ap"]), np.asarray(direct.per_class), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(result["map"]), np.asarray(direct.mean), atol=1e-6)
+    assert float(result["predictions"]) == len(pred)
+    if mode == "capacity":
+        tiny = S.detection(num_classes=C, iou_thresholds=(0.3, 0.5), capacity=8)
+        run = jax.jit(
+            lambda *b: tiny.compute(tiny.update(tiny.init(), *b[:5], gt_mask=b[5], pred_mask=b[6]))
+        )
+        out = run(*batches[0], halves[0][2], halves[0][6])
+        assert float(out["overflow"]) > 0 and np.isnan(np.asarray(out["map"])).all()

@@ -1,0 +1,94 @@
+"""Tests of retrieval ranks, Recall@K, MRR, median and mean rank."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import _reference_ranking as ref
+import jax
+import numpy as np
+import pytest
+from conftest import golden_path
+
+from jaxseg import metrics as M
+
+N = 200  # every similarity matrix is padded to [N, N] (items beyond n masked out)
+
+
+@functools.partial(jax.jit, static_argnames=("ties",))
+def _all(sim, targets, mask, item_mask, ties="pessimistic"):
+    kw = dict(targets=targets, mask=mask, item_mask=item_mask, ties=ties)
+    return dict(
+        ranks=M.retrieval_ranks(sim, targets=targets, item_mask=item_mask, ties=ties),
+        recall=M.recall_at_k(sim, k=(1, 5, 10), **kw),
+        mrr=M.mean_reciprocal_rank(sim, **kw),
+        median=M.median_rank(sim, **kw),
+        mean=M.mean_rank(sim, **kw),
+    )
+
+
+def _padded(sim, targets=None):
+    n = sim.shape[0]
+    out = np.zeros((N, N), np.float32)
+    out[:n, : sim.shape[1]] = sim
+    mask, item_mask = np.arange(N) < n, np.arange(N) < sim.shape[1]
+    targets = np.arange(N, dtype=np.int32) if targets is None else np.pad(targets, (0, N - n))
+    return out, targets, mask, item_mask
+
+
+def test_golden_clip4clip():
+    path = golden_path("retrieval.json")
+    if not path.exists():
+        pytest.skip(f"golden data not found at {path}")
+    data = json.load(open(path))
+    z = np.load(golden_path("retrieval.npz"))
+    for case in data["retrieval"]:
+        sim = z[f"sim_{case['key']}"]
+        got = _all(*_padded(sim))
+        n = case["n"]
+        np.testing.assert_array_equal(np.asarray(got["ranks"])[:n], case["ranks0"])
+        np.testing.assert_allclose(
+            np.asarray(got["recall"]) * 100, [case["R1"], case["R5"], case["R10"]], atol=1e-4
+        )
+        assert float(got["median"]) == pytest.approx(case["MedianR"], abs=1e-6)
+        assert float(got["mean"]) == pytest.approx(case["MeanR"], abs=1e-4)
+        assert float(got["mrr"]) == pytest.approx(case["MRR_derived"], abs=1e-6)
+
+
+@pytest.mark.parametrize("ties", ["pessimistic", "optimistic", "average"])
+def test_ties_and_targets_match_reference(ties):
+    rng = np.random.default_rng(3)
+    sim = np.round(rng.random((37, 50)) * 4).astype(np.float32)  # heavy ties
+    sim[0] = 1.0  # a constant row
+    targets = rng.integers(0, 50, 37).astype(np.int32)
+    got = _all(*_padded(sim, targets), ties=ties)
+    ranks = [ref.retrieval_rank(sim[q], targets[q], ties) for q in range(37)]
+    np.testing.assert_allclose(np.asarray(got["ranks"])[:37], ranks, atol=0)
+    want = ref.retrieval_summary(ranks)
+    np.testing.assert_allclose(
+        np.asarray(got["recall"]), [want["R1"], want["R5"], want["R10"]], atol=1e-6
+    )
+    assert float(got["median"]) == pytest.approx(want["MedianR"], abs=1e-6)
+    assert float(got["mean"]) == pytest.approx(want["MeanR"], abs=1e-4)
+    assert float(got["mrr"]) == pytest.approx(want["MRR"], abs=1e-6)
+    constant_rank = {"pessimistic": 49, "optimistic": 0, "average": 24.5}[ties]
+    assert float(got["ranks"][0]) == constant_rank  # a constant score earns no credit by default
+
+
+def test_no_valid_query_is_nan():
+    sim, targets, mask, item_mask = _padded(np.eye(3, dtype=np.float32))
+    got = _all(sim, targets, mask & False, item_mask)
+    for key in ("recall", "mrr", "median", "mean"):
+        assert np.isnan(np.asarray(got[key])).all(), key
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="ties"):
+        M.recall_at_k(np.eye(3), ties="random")
+    with pytest.raises(ValueError, match="targets"):
+        M.recall_at_k(np.eye(3), targets=np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="k must"):
+        M.recall_at_k(np.eye(3), k=(0,))
+    with pytest.raises(ValueError, match="Q <= I"):
+        M.median_rank(np.ones((4, 3)))

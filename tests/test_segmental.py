@@ -1,0 +1,449 @@
+"""Tests of the segmental metrics: edit distance/score, MS-TCN F1 counts and ratios."""
+
+from __future__ import annotations
+
+import functools
+
+import _reference as ref
+import jax
+import numpy as np
+import pytest
+from _videos import pad_batch, pad_rows, video_specs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxseg import metrics as M
+from jaxseg._src.segmentation import segmentation_statistics
+
+# Exact simple fractions, including 1/3 (a repeating binary fraction) and 1.
+OVERLAPS = (0.1, 0.25, 1 / 3, 0.5, 1.0)
+SMALL = (2, 3)  # hand batch: (max_target_segments, max_predicted_segments)
+RANDOM_SMALL = (32, 24)  # random batches: 32 = one machine word of target segments
+HAND_T, BATCH, T_MAX = 16, 16, 3000
+
+
+@functools.partial(jax.jit, static_argnames=("background", "small"))
+def _segmental(targets, predictions, mask, background, small):
+    """Every segmental output for one padded batch (one compile per static configuration)."""
+
+    def run(capacities):
+        kw = dict(
+            mask=mask,
+            background=background,
+            max_target_segments=capacities[0],
+            max_predicted_segments=capacities[1],
+        )
+        okw = dict(kw, overlaps=OVERLAPS)
+        return dict(
+            edit_distance=M.edit_distance(targets, predictions, **kw),
+            edit_score=M.edit_score(targets, predictions, **kw),
+            counts=M.segmental_counts(targets, predictions, **okw),
+            legacy=M.segmental_counts(targets, predictions, legacy_asformer_end=True, **okw),
+            precision=M.segmental_precision(targets, predictions, **okw),
+            recall=M.segmental_recall(targets, predictions, **okw),
+            f1=M.segmental_f1(targets, predictions, **okw),
+            stats=segmentation_statistics(targets, predictions, **okw),
+        )
+
+    return run((None, None)), run(small)
+
+
+def _row(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-computed cases (REFERENCE.md §1.8 and more), with OVERLAPS = (.1, .25, 1/3, .5, 1).
+
+T, F = True, False
+# Background is (0,) throughout (the rows without label 0 behave as with no background).
+# id, targets, predictions, extra mask, edit distance, edit score,
+# (tp, fp, fn) per threshold, (tp, fp, fn) per threshold with the ASFormer end.
+HAND = [
+    # T = 1, same label: a match; ASFormer's zero-length last segment never matches.
+    ("len1_same", [3], [3], None, 0, 1.0, ([1] * 5, [0] * 5, [0] * 5), ([0] * 5, [1] * 5, [1] * 5)),
+    ("len1_diff", [3], [4], None, 1, 0.0, ([0] * 5, [1] * 5, [1] * 5), ([0] * 5, [1] * 5, [1] * 5)),
+    # Both all background: edit 1.0 (MS-TCN: NaN, kage1020: 0.0), no counts.
+    (
+        "both_all_bg",
+        [0, 0, 0],
+        [0, 0, 0],
+        None,
+        0,
+        1.0,
+        ([0] * 5, [0] * 5, [0] * 5),
+        ([0] * 5, [0] * 5, [0] * 5),
+    ),
+    # Targets all background, prediction has a segment: every prediction is an FP.
+    (
+        "gt_all_bg_pred_action",
+        [0, 0, 0, 0],
+        [0, 1, 1, 0],
+        None,
+        1,
+        0.0,
+        ([0] * 5, [1] * 5, [0] * 5),
+        ([0] * 5, [1] * 5, [0] * 5),
+    ),
+    (
+        "pred_all_bg",
+        [1, 1, 2, 2],
+        [0, 0, 0, 0],
+        None,
+        2,
+        0.0,
+        ([0] * 5, [0] * 5, [2] * 5),
+        ([0] * 5, [0] * 5, [2] * 5),
+    ),
+    # IoU exactly tau is a TP (>=). The ASFormer end shortens the target to 9 frames.
+    (
+        "iou_exactly_0.1",
+        [1] * 10,
+        [1] + [0] * 9,
+        None,
+        0,
+        1.0,
+        ([1, 0, 0, 0, 0], [0, 1, 1, 1, 1], [0, 1, 1, 1, 1]),
+        ([1, 0, 0, 0, 0], [0, 1, 1, 1, 1], [0, 1, 1, 1, 1]),
+    ),
+    (
+        "iou_1/11_below_0.1",
+        [1] * 11,
+        [1] + [0] * 10,
+        None,
+        0,
+        1.0,
+        ([0] * 5, [1] * 5, [1] * 5),
+        ([1, 0, 0, 0, 0], [0, 1, 1, 1, 1], [0, 1, 1, 1, 1]),
+    ),
+    (
+        "iou_exactly_0.25",
+        [1] * 4,
+        [1, 0, 0, 0],
+        None,
+        0,
+        1.0,
+        ([1, 1, 0, 0, 0], [0, 0, 1, 1, 1], [0, 0, 1, 1, 1]),
+        ([1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 1, 1]),
+    ),
+    (
+        "iou_exactly_1/3",
+        [1, 1, 1, 0],
+        [1, 0, 0, 0],
+        None,
+        0,
+        1.0,
+        ([1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 1, 1]),
+        ([1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 1, 1]),
+    ),
+    (
+        "iou_exactly_0.5",
+        [2, 2, 0],
+        [2, 0, 0],
+        None,
+        0,
+        1.0,
+        ([1, 1, 1, 1, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 1]),
+        ([1, 1, 1, 1, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 1]),
+    ),
+    (
+        "iou_exactly_1",
+        [0, 2, 2, 0],
+        [0, 2, 2, 0],
+        None,
+        0,
+        1.0,
+        ([1] * 5, [0] * 5, [0] * 5),
+        ([1] * 5, [0] * 5, [0] * 5),
+    ),
+    # One prediction ties two same-label targets (IoU 2/7 each): the first index wins, so
+    # the second prediction can still take the second target.
+    (
+        "tie_first_index",
+        [1, 1, 1, 1, 0, 1, 1, 1, 1],
+        [0, 0, 1, 1, 1, 1, 1, 0, 1],
+        None,
+        0,
+        1.0,
+        ([2, 2, 0, 0, 0], [0, 0, 2, 2, 2], [0, 0, 2, 2, 2]),
+        ([1, 1, 1, 0, 0], [1, 1, 1, 2, 2], [1, 1, 1, 2, 2]),
+    ),
+    # Two predictions with the same best target: the second is an FP even though the other
+    # target has IoU 1/6 >= 0.1 (no fall-back).
+    (
+        "no_fall_back",
+        [1, 1, 1, 1, 1, 1, 0, 1, 1],
+        [1, 1, 0, 1, 1, 1, 1, 1, 0],
+        None,
+        0,
+        1.0,
+        ([1, 1, 1, 0, 0], [1, 1, 1, 2, 2], [1, 1, 1, 2, 2]),
+        ([1, 1, 1, 0, 0], [1, 1, 1, 2, 2], [1, 1, 1, 2, 2]),
+    ),
+    # Same label split by background: two target segments, one predicted.
+    (
+        "same_label_split_by_bg",
+        [1, 1, 0, 1, 1],
+        [1, 1, 1, 1, 1],
+        None,
+        1,
+        0.5,
+        ([1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [1, 1, 1, 2, 2]),
+        ([1, 1, 1, 1, 0], [0, 0, 0, 0, 1], [1, 1, 1, 1, 2]),
+    ),
+    (
+        "substitution",
+        [1, 1, 2, 2, 3],
+        [1, 2, 2, 4, 3],
+        None,
+        1,
+        0.75,
+        ([3, 3, 3, 2, 1], [1, 1, 1, 2, 3], [0, 0, 0, 1, 2]),
+        ([2, 2, 2, 1, 0], [2, 2, 2, 3, 4], [1, 1, 1, 2, 3]),
+    ),
+    (
+        "swapped",
+        [1, 1, 2, 2],
+        [2, 2, 1, 1],
+        None,
+        2,
+        0.0,
+        ([0] * 5, [2] * 5, [2] * 5),
+        ([0] * 5, [2] * 5, [2] * 5),
+    ),
+    # No valid frame (the analogue of the anchors' T = 0, where they raise).
+    (
+        "fully_masked",
+        [1, 2],
+        [2, 1],
+        [F, F],
+        0,
+        1.0,
+        ([0] * 5, [0] * 5, [0] * 5),
+        ([0] * 5, [0] * 5, [0] * 5),
+    ),
+    # Masked frames are removed first: the runs on both sides of the gap merge.
+    (
+        "mask_merges_runs",
+        [1, 1, 2, 1, 1],
+        [1, 1, 1, 1, 1],
+        [T, T, F, T, T],
+        0,
+        1.0,
+        ([1] * 5, [0] * 5, [0] * 5),
+        ([1] * 5, [0] * 5, [0] * 5),
+    ),
+    # Overflow in the small-capacity run (3 target segments > 2).
+    (
+        "three_targets",
+        [1, 2, 3, 3],
+        [1, 2, 3, 3],
+        None,
+        0,
+        1.0,
+        ([3] * 5, [0] * 5, [0] * 5),
+        ([3] * 5, [0] * 5, [0] * 5),
+    ),
+    # Overflow of the predictions only in the small-capacity run (8 > 3).
+    (
+        "eight_predictions",
+        [1] * 8,
+        [1, 2, 1, 2, 1, 2, 1, 2],
+        None,
+        7,
+        0.125,
+        ([1, 0, 0, 0, 0], [7, 8, 8, 8, 8], [0, 1, 1, 1, 1]),
+        ([1, 0, 0, 0, 0], [7, 8, 8, 8, 8], [0, 1, 1, 1, 1]),
+    ),
+    (
+        "full_length",
+        [1] * 8 + [2] * 8,
+        [1] * 7 + [2] * 9,
+        None,
+        0,
+        1.0,
+        ([2, 2, 2, 2, 0], [0, 0, 0, 0, 2], [0, 0, 0, 0, 2]),
+        ([2, 2, 2, 2, 0], [0, 0, 0, 0, 2], [0, 0, 0, 0, 2]),
+    ),
+]
+HAND_IDS = [c[0] for c in HAND]
+
+
+BG = (0,)
+
+
+@functools.cache
+def _hand_results():
+    (targets, predictions), mask = pad_rows([c[1:3] for c in HAND], HAND_T, [c[3] for c in HAND])
+    full, small = jax.device_get(_segmental(targets, predictions, mask, BG, SMALL))
+    return {c[0]: (_row(full, i), _row(small, i)) for i, c in enumerate(HAND)}
+
+
+@pytest.mark.parametrize("case", HAND, ids=HAND_IDS)
+def test_hand_case_reference(case):
+    """The numpy reference reproduces every hand-computed value (it is then trusted)."""
+    _, y, p, mask, distance, score, counts, legacy = case
+    assert ref.edit_distance(y, p, mask, BG) == distance
+    assert ref.edit_score(y, p, mask, BG) == pytest.approx(score, abs=1e-15)
+    got = ref.segmental_counts(y, p, OVERLAPS, mask, BG)
+    assert [g.tolist() for g in got] == [list(c) for c in counts]
+    got = ref.segmental_counts(y, p, OVERLAPS, mask, BG, asformer_end=True)
+    assert [g.tolist() for g in got] == [list(c) for c in legacy]
+
+
+@pytest.mark.parametrize("case", HAND, ids=HAND_IDS)
+def test_hand_case(case):
+    name, y, p, mask, distance, score, counts, legacy = case
+    full, small = _hand_results()[name]
+    assert full["edit_distance"] == distance
+    assert full["edit_score"] == np.float32(score)
+    for got, want in zip(full["counts"], counts, strict=True):
+        np.testing.assert_array_equal(got, np.array(want, np.float32))
+    for got, want in zip(full["legacy"], legacy, strict=True):
+        np.testing.assert_array_equal(got, np.array(want, np.float32))
+    precision, recall, f1 = ref.segmental_scores(*counts)
+    np.testing.assert_allclose(full["precision"], precision, rtol=1e-6)
+    np.testing.assert_allclose(full["recall"], recall, rtol=1e-6)
+    np.testing.assert_allclose(full["f1"], f1, rtol=1e-6)
+    stats = full["stats"]
+    valid = [True] * len(y) if mask is None else mask
+    assert stats.frames == sum(valid)
+    assert stats.correct == sum(a == b for a, b, v in zip(y, p, valid, strict=True) if v)
+    assert stats.edit_distance == distance
+    n_y = len(ref.segments(y, mask, BG))
+    n_p = len(ref.segments(p, mask, BG))
+    assert (stats.target_segments, stats.predicted_segments) == (n_y, n_p)
+    for got, want in zip((stats.tp, stats.fp, stats.fn), counts, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert not stats.overflow
+    for x in (stats.frames, stats.tp, stats.overflow):
+        assert x.dtype in (np.int32, np.bool_)
+    # Small capacities: NaN exactly where a side overflows, identical values elsewhere.
+    overflow = n_y > SMALL[0] or n_p > SMALL[1]
+    assert small["stats"].overflow == overflow
+    assert (small["stats"].target_segments, small["stats"].predicted_segments) == (n_y, n_p)
+    for key in ("edit_distance", "edit_score", "counts", "legacy", "precision", "recall", "f1"):
+        for got, want in zip(jax.tree.leaves(small[key]), jax.tree.leaves(full[key]), strict=True):
+            if overflow:
+                assert np.isnan(got).all(), key
+            else:
+                np.testing.assert_array_equal(got, want)
+
+
+def test_hand_overflow_cases_exist():
+    """The small-capacity run above does see overflows on both sides."""
+    sides = {
+        (len(ref.segments(c[1], c[3], BG)) > SMALL[0], len(ref.segments(c[2], c[3], BG)) > SMALL[1])
+        for c in HAND
+    }
+    assert {(True, False), (False, True), (False, False)} <= sides
+
+
+def test_mixed_integer_dtypes():
+    """uint8 targets with int32 predictions (e.g. labels read from disk vs an argmax)."""
+    y = np.array([[1, 1, 0, 2, 2, 2]], np.uint8)
+    p = np.array([[1, 0, 0, 2, 2, 3]], np.int32)
+    stats = jax.jit(functools.partial(segmentation_statistics, background=(0,)))(y, p)
+    assert int(stats.correct[0]) == 4 and int(stats.edit_distance[0]) == 1
+    np.testing.assert_array_equal(
+        (stats.tp[0], stats.fp[0], stats.fn[0]),
+        ref.segmental_counts(y[0], p[0], (0.1, 0.25, 0.5), None, (0,)),
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input.
+
+
+def test_errors_name_the_argument():
+    y = np.array([1, 2, 3], np.int32)
+    with pytest.raises(TypeError, match="predictions"):
+        M.edit_score(y, np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match="targets"):
+        M.segmental_counts(y, np.array([1, 2], np.int32))
+    with pytest.raises(ValueError, match="mask"):
+        M.segmental_f1(y, y, mask=np.array([True, False]))
+    with pytest.raises(ValueError, match="overlaps"):
+        M.segmental_counts(y, y, overlaps=(0.0,))
+    with pytest.raises(ValueError, match="overlaps"):
+        M.segmental_counts(y, y, overlaps=(1.5,))
+    with pytest.raises(ValueError, match="overlaps"):
+        M.segmental_counts(y, y, overlaps=(0.123456789,))
+    with pytest.raises(ValueError, match="max_target_segments"):
+        M.edit_distance(y, y, max_target_segments=0)
+    with pytest.raises(TypeError, match="max_predicted_segments"):
+        M.edit_distance(y, y, max_predicted_segments=2.5)
+
+
+# ------------------------------------------------------------------------------------------
+# The reference's vectorised DP equals the plain one.
+
+
+def test_reference_levenshtein_rows_equals_plain_dp():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        a = rng.integers(0, 3, rng.integers(0, 12))
+        b = rng.integers(0, 3, rng.integers(0, 12))
+        assert ref.levenshtein_rows(a, b) == ref.levenshtein(a, b)
+
+
+# ------------------------------------------------------------------------------------------
+# Parity with the reference on random padded batches [16, 3000].
+
+
+@jax.jit
+def _random_statistics(targets, predictions, mask):
+    """Statistics of a random batch: MS-TCN and ASFormer ends, exact and small capacities."""
+    kw = dict(mask=mask, overlaps=OVERLAPS, background=(0,))
+    small = dict(max_target_segments=RANDOM_SMALL[0], max_predicted_segments=RANDOM_SMALL[1])
+    return (
+        segmentation_statistics(targets, predictions, **kw),
+        segmentation_statistics(targets, predictions, legacy_asformer_end=True, **kw),
+        segmentation_statistics(targets, predictions, **kw, **small),
+    )
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=BATCH, max_size=BATCH),
+    shifted=st.lists(st.booleans(), min_size=BATCH, max_size=BATCH),
+)
+def test_matches_reference(specs, shifted):
+    """Background is (0,); rows ``shifted`` by +1 have no background label at all.
+
+    The public wrappers (edit score, ratios, NaN on overflow) are thin functions of these
+    statistics, checked on the hand cases, the golden set and the contract test; compiling
+    them here too would multiply the compile time.
+    """
+    targets, predictions, mask, _ = pad_batch(specs, T_MAX)
+    offset = np.array(shifted, np.int32)[:, None]
+    targets, predictions = targets + offset, predictions + offset
+    stats, legacy, small = (
+        _row_all(x) for x in jax.device_get(_random_statistics(targets, predictions, mask))
+    )
+    for i in range(BATCH):
+        y, p, m = targets[i], predictions[i], mask[i]
+        n_y, n_p = len(ref.segments(y, m, BG)), len(ref.segments(p, m, BG))
+        distance = ref.edit_distance(y, p, m, BG)
+        counts = ref.segmental_counts(y, p, OVERLAPS, m, BG)
+        got = stats[i]
+        assert got.frames == m.sum() and got.correct == np.sum((y == p) & m)
+        assert (got.target_segments, got.predicted_segments) == (n_y, n_p), specs[i]
+        assert got.edit_distance == distance and not got.overflow, specs[i]
+        np.testing.assert_array_equal((got.tp, got.fp, got.fn), counts, err_msg=str(specs[i]))
+        np.testing.assert_array_equal(
+            (legacy[i].tp, legacy[i].fp, legacy[i].fn),
+            ref.segmental_counts(y, p, OVERLAPS, m, BG, asformer_end=True),
+            err_msg=str(specs[i]),
+        )
+        # Capacities (32, 24): overflow flagged with the true counts, exact values otherwise
+        # (32 target segments = one machine word: the bit-parallel edit distance).
+        overflow = n_y > RANDOM_SMALL[0] or n_p > RANDOM_SMALL[1]
+        assert small[i].overflow == overflow, specs[i]
+        assert (small[i].target_segments, small[i].predicted_segments) == (n_y, n_p)
+        if not overflow:
+            for a, b in zip(small[i], got, strict=True):
+                np.testing.assert_array_equal(a, b, err_msg=str(specs[i]))
+
+
+def _row_all(stats):
+    return [jax.tree.map(lambda x, i=i: x[i], stats) for i in range(BATCH)]

@@ -1,0 +1,170 @@
+"""Tests of jaxseg.segments: run-length segments, masks, capacities."""
+
+from __future__ import annotations
+
+import functools
+
+import _reference as ref
+import jax
+import numpy as np
+import pytest
+from _videos import pad_batch, pad_rows, video_specs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxseg import segments as jseg
+
+BATCH, T_MAX, SMALL = 16, 3000, 16
+
+
+def table(s, row=None):
+    """The valid segments of one row of a Segments table as ``[(label, start, end)]``."""
+    labels, starts, ends, valid = (np.asarray(x) for x in (s.labels, s.starts, s.ends, s.valid))
+    if row is not None:
+        labels, starts, ends, valid = labels[row], starts[row], ends[row], valid[row]
+    return [
+        (int(a), int(b), int(c))
+        for a, b, c, v in zip(labels, starts, ends, valid, strict=True)
+        if v
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-computed cases, all padded into one [N, 16] batch per background so each compiles once.
+
+HAND_T = 16
+T, F = True, False
+# (id, labels, extra mask or None, background, expected [(label, start, end)])
+HAND = [
+    ("bg_removed_after_encoding", [1, 1, 0, 1], None, (0,), [(1, 0, 2), (1, 3, 4)]),
+    ("no_bg_every_run", [1, 1, 0, 1], None, (), [(1, 0, 2), (0, 2, 3), (1, 3, 4)]),
+    ("two_bg_labels", [3, 0, 1, 3, 1, 1, 2], None, (0, 3), [(1, 2, 3), (1, 4, 6), (2, 6, 7)]),
+    ("mask_merges_runs", [1, 2, 1], [T, F, T], (), [(1, 0, 2)]),
+    ("mask_then_bg", [1, 0, 1, 2, 2], [T, T, F, T, T], (0,), [(1, 0, 1), (2, 2, 4)]),
+    ("mask_prefix", [4, 4, 2, 2, 2, 7, 7, 7], [T] * 5 + [F] * 3, (), [(4, 0, 2), (2, 2, 5)]),
+    ("fully_masked", [1, 2, 3], [F, F, F], (), []),
+    ("single_frame", [5], None, (), [(5, 0, 1)]),
+    ("single_frame_bg", [0], None, (0,), []),
+    ("all_bg", [0, 0, 0, 0], None, (0,), []),
+    (
+        "alternating",
+        [1, 2, 1, 2, 1],
+        None,
+        (),
+        [(1, 0, 1), (2, 1, 2), (1, 2, 3), (2, 3, 4), (1, 4, 5)],
+    ),
+    ("exactly_capacity", [0, 1, 1], None, (), [(0, 0, 1), (1, 1, 3)]),
+    ("full_length", [2] * 8 + [3] * 8, None, (), [(2, 0, 8), (3, 8, 16)]),
+    ("full_length_bg_end", [2] * 15 + [0], None, (0,), [(2, 0, 15)]),
+]
+CAPACITY = 2  # the hand batch is also run with max_segments=2 (several rows overflow)
+
+
+@functools.partial(jax.jit, static_argnames=("background", "capacity"))
+def _segments_batch(labels, mask, background, capacity):
+    full = jseg.to_segments(labels, mask=mask, background=background)
+    small = jseg.to_segments(labels, mask=mask, background=background, max_segments=capacity)
+    counts = jseg.count_segments(labels, mask=mask, background=background)
+    return full, small, counts
+
+
+@functools.cache
+def _hand_results(background):
+    rows = [case for case in HAND if case[3] == background]
+    (labels,), mask = pad_rows([(c[1],) for c in rows], HAND_T, [c[2] for c in rows])
+    out = jax.device_get(_segments_batch(labels, mask, background, CAPACITY))
+    return {c[0]: jax.tree.map(lambda x, i=i: x[i], out) for i, c in enumerate(rows)}
+
+
+@pytest.mark.parametrize("case", HAND, ids=[c[0] for c in HAND])
+def test_hand_segments(case):
+    name, _, _, background, want = case
+    full, small, count = _hand_results(background)[name]
+    assert table(full) == want
+    assert full.labels.shape == (HAND_T,)  # capacity None = T
+    assert int(full.count) == len(want) == int(count)
+    # Capacity 2: the true count is reported even past the capacity, and (as documented in
+    # to_segments) the table holds the first S segments.
+    assert small.labels.shape == (CAPACITY,)
+    assert int(small.count) == len(want)
+    assert table(small) == want[:CAPACITY]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.uint32])
+def test_any_integer_dtype(dtype):
+    labels = np.array([1, 1, 0, 3, 3, 2], dtype)
+    s = jax.jit(functools.partial(jseg.to_segments, background=(0,)))(labels)
+    assert table(s) == [(1, 0, 2), (3, 3, 5), (2, 5, 6)]
+    assert s.labels.dtype == np.int32
+    assert s.starts.dtype == np.int32 and s.ends.dtype == np.int32
+    assert s.valid.dtype == np.bool_ and s.count.dtype == np.int32
+
+
+def test_doc_example_unpadded():
+    s = jseg.to_segments([1, 2, 1, 2, 1])
+    assert s.labels.shape == (5,)  # capacity defaults to T
+    assert table(s) == [(1, 0, 1), (2, 1, 2), (1, 2, 3), (2, 3, 4), (1, 4, 5)]
+
+
+def test_lengths_to_mask():
+    got = jseg.lengths_to_mask(np.array([0, 2, 4]), 4)
+    assert got.dtype == np.bool_
+    assert np.asarray(got).tolist() == [
+        [False, False, False, False],
+        [True, True, False, False],
+        [True, True, True, True],
+    ]
+    np.testing.assert_array_equal(
+        jseg.lengths_to_mask(np.array([[1], [3]]), 3), ref.lengths_to_mask([[1], [3]], 3)
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input: clear errors naming the argument.
+
+
+def test_float_labels_rejected():
+    with pytest.raises(TypeError, match="labels"):
+        jseg.to_segments(np.array([1.0, 2.0]))
+
+
+def test_scalar_labels_rejected():
+    with pytest.raises(ValueError, match="labels"):
+        jseg.to_segments(np.int32(3))
+
+
+def test_mask_shape_and_dtype_checked():
+    with pytest.raises(ValueError, match="mask"):
+        jseg.to_segments([1, 2, 3], mask=[True, False])
+    with pytest.raises(TypeError, match="mask"):
+        jseg.to_segments([1, 2, 3], mask=[1, 0, 1])
+
+
+def test_static_arguments_checked():
+    with pytest.raises(ValueError, match="max_segments"):
+        jseg.to_segments([1, 2], max_segments=0)
+    with pytest.raises(TypeError, match="background"):
+        jseg.to_segments([1, 2], background=(0.5,))
+    with pytest.raises(TypeError, match="T must"):
+        jseg.lengths_to_mask([1], 2.0)
+
+
+# ------------------------------------------------------------------------------------------
+# Parity with the numpy reference on random padded batches (one compile per background).
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=BATCH, max_size=BATCH),
+    background=st.sampled_from([(), (0,)]),
+)
+def test_to_segments_matches_reference(specs, background):
+    targets, predictions, mask, videos = pad_batch(specs, T_MAX)
+    for which, labels in ((0, targets), (1, predictions)):
+        full, small, counts = jax.device_get(_segments_batch(labels, mask, background, SMALL))
+        for i, v in enumerate(videos):
+            want = ref.segments(v[which], v[2], background)
+            assert table(full, i) == want, specs[i]
+            assert int(full.count[i]) == len(want)
+            assert int(counts[i]) == len(want)
+            assert int(small.count[i]) == len(want)  # the true count, even past the capacity
+            assert table(small, i) == want[:SMALL]

@@ -1,0 +1,525 @@
+"""jaxseg.stats: weighted-sum metrics, resampling, bootstrap intervals, paired tests, errors.
+
+The statistical calibration (coverage, p-value uniformity) is in test_stats_coverage.py.
+"""
+
+from __future__ import annotations
+
+import _reference as ref
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxseg import stats
+from jaxseg._src.stats import _p_value
+from jaxseg._src.stats_segmentation import _fraction_words, _words_to_float
+
+N, T, C = 20, 32, 5
+S = 64  # bootstrap replicates in most tests (one shape: few compilations)
+OVERLAPS = (0.1, 0.25, 0.5)
+BACKGROUND = (0,)
+STRATA = np.repeat(np.arange(3), [7, 8, 5]).astype(np.int32)
+
+# Jitted once per static configuration, as a caller would.
+BOOT = jax.jit(
+    stats.bootstrap,
+    static_argnums=1,
+    static_argnames=("num_samples", "confidence", "method", "batch_size"),
+)
+REPS = jax.jit(
+    stats.bootstrap_replicates, static_argnums=1, static_argnames=("num_samples", "batch_size")
+)
+PAIRED = jax.jit(
+    stats.paired_bootstrap_test,
+    static_argnums=2,
+    static_argnames=("num_samples", "confidence", "method", "alternative", "batch_size"),
+)
+PERM = jax.jit(
+    stats.permutation_test,
+    static_argnums=2,
+    static_argnames=("num_samples", "alternative", "batch_size"),
+)
+METRICS = jax.jit(stats.segmentation_metrics)
+
+
+def _videos(seed, n=N, flip=0.15):
+    """Padded labels ``[n, T]`` and mask: piecewise-constant targets, noisy predictions.
+
+    Video 0 has no valid frame (it must be left out of the edit mean).
+    """
+    rng = np.random.default_rng(seed)
+    targets = np.zeros((n, T), np.int32)
+    for i in range(n):
+        t = 0
+        while t < T:
+            length = int(rng.integers(1, 16))
+            targets[i, t : t + length] = rng.integers(C)
+            t += length
+    noise = rng.random((n, T)) < flip
+    predictions = np.where(noise, rng.integers(0, C, (n, T)), targets).astype(np.int32)
+    lengths = rng.integers(1, T + 1, n)
+    lengths[0] = 0
+    mask = np.arange(T)[None, :] < lengths[:, None]
+    return targets, predictions, mask
+
+
+def _oracle_stats(targets, predictions, mask):
+    """Per-video (frames, correct, edit score, tp, fp, fn) from the numpy oracle."""
+    rows = []
+    for y, p, m in zip(targets, predictions, mask, strict=True):
+        tp, fp, fn = ref.segmental_counts(y, p, OVERLAPS, m, BACKGROUND)
+        rows.append(
+            (
+                int(m.sum()),
+                int(((y == p) & m).sum()),
+                ref.edit_score(y, p, m, BACKGROUND),
+                tp,
+                fp,
+                fn,
+            )
+        )
+    return [np.array(x) for x in zip(*rows, strict=True)]
+
+
+def _statistics(targets, predictions, mask):
+    """``SegmentationStatistics`` built from the oracle (as segmentation_statistics returns)."""
+    frames, correct, _, tp, fp, fn = _oracle_stats(targets, predictions, mask)
+
+    def count(labels):
+        return [len(ref.segments(x, m, BACKGROUND)) for x, m in zip(labels, mask, strict=True)]
+
+    distance = [
+        ref.edit_distance(y, p, m, BACKGROUND)
+        for y, p, m in zip(targets, predictions, mask, strict=True)
+    ]
+    return stats.SegmentationStatistics(
+        *(
+            jnp.asarray(x, jnp.int32)
+            for x in (frames, correct, distance, count(targets), count(predictions), tp, fp, fn)
+        ),
+        overflow=jnp.zeros(len(frames), bool),
+    )
+
+
+def _oracle_dataset(per_video):
+    frames, correct, edit, tp, fp, fn = per_video
+    return ref.dataset_scores(frames, correct, edit, tp, fp, fn)
+
+
+@pytest.fixture(scope="module")
+def data():
+    targets, predictions, mask = _videos(0)
+    return _statistics(targets, predictions, mask), _oracle_stats(targets, predictions, mask)
+
+
+@pytest.fixture(scope="module")
+def model_b():
+    targets, predictions, mask = _videos(0)
+    rng = np.random.default_rng(1)
+    worse = np.where(
+        rng.random(predictions.shape) < 0.2, rng.integers(0, C, predictions.shape), predictions
+    ).astype(np.int32)
+    return _statistics(targets, worse, mask)
+
+
+def _take(tree, index):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[index], tree)
+
+
+def _assert_metrics_close(ours, theirs):
+    np.testing.assert_allclose(float(ours["accuracy"]), theirs["accuracy"], rtol=1e-6)
+    np.testing.assert_allclose(float(ours["edit"]), theirs["edit"], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ours["f1"]), theirs["f1"], rtol=1e-6, atol=1e-7)
+
+
+# ------------------------------------------------------------------------------------------
+# Weighted-sum metrics
+# ------------------------------------------------------------------------------------------
+def test_segmentation_metrics_equals_oracle_dataset_scores(data):
+    s, per_video = data
+    _assert_metrics_close(METRICS(s), _oracle_dataset(per_video))
+    frames, _, _, tp, fp, _ = per_video
+    tp, fp = tp.sum(0), fp.sum(0)
+    np.testing.assert_allclose(
+        np.asarray(METRICS(s)["precision"]), tp / np.maximum(tp + fp, 1), rtol=1e-6
+    )
+    assert frames[0] == 0  # the empty video is in the data and left out of the edit mean
+
+
+def test_weights_are_multiplicities(data):
+    s, per_video = data
+    weights = np.random.default_rng(2).integers(0, 4, N).astype(np.int32)
+    repeated = np.repeat(np.arange(N), weights)
+    ours = METRICS(s, jnp.asarray(weights))
+    _assert_metrics_close(ours, _oracle_dataset(_take(per_video, repeated)))
+
+
+def test_fraction_words_are_exact():
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.random(1000), [0.0, 1.0, 2.0**-16, 1 - 2.0**-24]]).astype(np.float32)
+    x = x[(x == 0) | (x >= 2.0**-16)]
+    words = np.asarray(_fraction_words(jnp.asarray(x))).astype(np.float64)
+    assert words.min() >= 0 and words.max() <= 2**13
+    np.testing.assert_array_equal(words @ 2.0 ** (-13 * np.arange(1, 4)), x.astype(np.float64))
+    np.testing.assert_array_equal(np.asarray(_words_to_float(_fraction_words(jnp.asarray(x)))), x)
+
+
+# ------------------------------------------------------------------------------------------
+# Resampling
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("strata", [None, STRATA])
+def test_weighted_path_equals_explicit_resampling(data, strata):
+    s, per_video = data
+    key = jax.random.key(7)
+    reps = REPS(s, stats.segmentation_metrics, key=key, num_samples=S, strata=strata, batch_size=5)
+    indices = np.asarray(stats.resample_indices(key, num_videos=N, num_samples=S, strata=strata))
+    for b, index in enumerate(indices[:12]):
+        explicit = METRICS(_take(s, index))  # the materialised list
+        for name in ("accuracy", "edit", "precision", "recall", "f1"):
+            np.testing.assert_array_equal(np.asarray(reps[name][b]), np.asarray(explicit[name]))
+        _assert_metrics_close(
+            {k: v[b] for k, v in reps.items()}, _oracle_dataset(_take(per_video, index))
+        )
+
+
+def test_resample_indices_are_multinomial_within_strata():
+    b = 4000
+    idx = np.asarray(
+        stats.resample_indices(jax.random.key(1), num_videos=N, num_samples=b, strata=STRATA)
+    )
+    assert idx.shape == (b, N) and idx.dtype == np.int32
+    for row in idx[:50]:
+        np.testing.assert_array_equal(np.sort(STRATA[row]), STRATA)  # n_s draws per stratum
+    counts = np.bincount(idx.ravel(), minlength=N)  # each video expected b times
+    chi2 = np.sum((counts - b) ** 2 / b)
+    assert chi2 < 60  # chi-square with 19 dof: P(> 60) < 1e-5
+    plain = np.asarray(stats.resample_indices(jax.random.key(1), num_videos=N, num_samples=b))
+    weights = np.apply_along_axis(np.bincount, 1, plain, minlength=N)
+    # Multinomial(N, 1/N): each multiplicity has mean 1 and variance 1 - 1/N.
+    assert abs(weights.mean() - 1) < 0.01 and abs(weights.var() - (1 - 1 / N)) < 0.03
+
+
+def test_same_key_same_result_independent_of_batch_size(data):
+    s, _ = data
+
+    def run(key, **kw):
+        return BOOT(s, stats.segmentation_metrics, key=key, num_samples=S, **kw)
+
+    first = run(jax.random.key(3))
+    again = run(jax.random.key(3))
+    chunked = run(jax.random.key(3), batch_size=7)
+    other = run(jax.random.key(4))
+    for tree in (again, chunked):
+        jax.tree_util.tree_map(np.testing.assert_array_equal, first, tree)
+    assert float(first.standard_error["accuracy"]) != float(other.standard_error["accuracy"])
+
+
+# ------------------------------------------------------------------------------------------
+# Intervals
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["percentile", "bca"])
+def test_constant_statistic_has_zero_width(data, method):
+    s, _ = data
+    same = _take(s, np.full(N, 3))  # every video identical: every resample is the same
+    r = BOOT(same, stats.segmentation_metrics, key=jax.random.key(0), num_samples=S, method=method)
+    for name in ("accuracy", "edit", "f1"):
+        np.testing.assert_array_equal(np.asarray(r.lower[name]), np.asarray(r.estimate[name]))
+        np.testing.assert_array_equal(np.asarray(r.upper[name]), np.asarray(r.estimate[name]))
+        np.testing.assert_array_equal(np.asarray(r.standard_error[name]), 0.0)
+
+
+def test_percentile_interval_is_numpy_quantile_of_replicates(data):
+    s, _ = data
+    key = jax.random.key(5)
+    reps = REPS(s, stats.segmentation_metrics, key=key, num_samples=S)
+    r = BOOT(s, stats.segmentation_metrics, key=key, num_samples=S)
+    acc = np.asarray(reps["accuracy"], np.float64)
+    np.testing.assert_allclose(float(r.lower["accuracy"]), np.quantile(acc, 0.025), rtol=1e-6)
+    np.testing.assert_allclose(float(r.upper["accuracy"]), np.quantile(acc, 0.975), rtol=1e-6)
+    np.testing.assert_allclose(float(r.standard_error["accuracy"]), acc.std(ddof=1), rtol=1e-4)
+    f1 = np.asarray(reps["f1"], np.float64)
+    np.testing.assert_allclose(np.asarray(r.upper["f1"]), np.quantile(f1, 0.975, axis=0), rtol=1e-6)
+
+
+def test_bca_agrees_with_scipy_on_a_skewed_mean():
+    scipy_stats = pytest.importorskip("scipy.stats")
+    x = np.random.default_rng(0).exponential(size=30).astype(np.float32)
+    mean = lambda v, w: stats.weighted_sum(v, w) / stats.weighted_sum(jnp.ones_like(v), w)  # noqa: E731
+    run = jax.jit(stats.bootstrap, static_argnums=1, static_argnames=("num_samples", "method"))
+    ours = run(jnp.asarray(x), mean, key=jax.random.key(0), num_samples=20_000, method="bca")
+    percentile = scipy_stats.bootstrap(
+        (x.astype(np.float64),),
+        np.mean,
+        n_resamples=20_000,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    )
+    theirs = scipy_stats.bootstrap(
+        (x.astype(np.float64),),
+        np.mean,
+        n_resamples=20_000,
+        method="BCa",
+        rng=np.random.default_rng(0),
+    )
+    width = theirs.confidence_interval.high - theirs.confidence_interval.low
+    # Two independent Monte-Carlo runs: the endpoints agree to a few percent of the width.
+    assert abs(float(ours.lower) - theirs.confidence_interval.low) < 0.05 * width
+    assert abs(float(ours.upper) - theirs.confidence_interval.high) < 0.05 * width
+    # BCa shifts the interval right of the percentile one for a right-skewed mean.
+    assert float(ours.upper) > percentile.confidence_interval.high + 0.05 * width
+
+
+def test_overflow_makes_segmental_intervals_nan(data):
+    s, _ = data
+    broken = s._replace(overflow=jnp.asarray(s.overflow).at[5].set(True))
+    r = BOOT(broken, stats.segmentation_metrics, key=jax.random.key(0), num_samples=S)
+    assert np.isfinite(float(r.lower["accuracy"]))
+    for name in ("edit", "f1", "precision", "recall"):
+        assert np.all(np.isnan(np.asarray(r.lower[name])))
+        assert np.all(np.isnan(np.asarray(r.estimate[name])))
+    t = PAIRED(broken, s, stats.segmentation_metrics, key=jax.random.key(0), num_samples=S)
+    assert np.isnan(float(t.p_value["edit"])) and np.isfinite(float(t.p_value["accuracy"]))
+
+
+def test_int32_overflow_of_weighted_totals_is_nan_not_wrapped(data):
+    s, _ = data
+    huge = s._replace(frames=jnp.full(N, 2**27, jnp.int32), correct=jnp.full(N, 2**26, jnp.int32))
+    m = METRICS(huge)  # 20 * 2^27 frames > 2^31
+    assert np.isnan(float(m["accuracy"])) and np.all(np.isnan(np.asarray(m["f1"])))
+    fits = METRICS(huge, jnp.zeros(N, jnp.int32).at[:15].set(1))
+    assert float(fits["accuracy"]) == 0.5  # 15 * 2^27 < 2^31: exact
+
+
+# ------------------------------------------------------------------------------------------
+# Paired tests
+# ------------------------------------------------------------------------------------------
+def test_paired_bootstrap_difference_and_sidedness(data, model_b):
+    s, _ = data
+    key = jax.random.key(0)
+
+    def run(a, b, **kw):
+        return PAIRED(a, b, stats.segmentation_metrics, key=key, num_samples=S, **kw)
+
+    two, greater = run(s, model_b), run(s, model_b, alternative="greater")
+    reverse = run(model_b, s, alternative="greater")
+    a_value = float(METRICS(s)["accuracy"])
+    b_value = float(METRICS(model_b)["accuracy"])
+    np.testing.assert_allclose(float(two.difference["accuracy"]), a_value - b_value, rtol=1e-6)
+    assert a_value > b_value  # model B has 20% more noise
+    assert float(two.lower["accuracy"]) > 0
+    assert float(greater.p_value["accuracy"]) < 0.05 < 0.5 < float(reverse.p_value["accuracy"])
+    assert float(two.p_value["accuracy"]) < 0.05
+    # The interval of the difference comes from the same replicates, pairing the videos.
+    reps_a = REPS(s, stats.segmentation_metrics, key=key, num_samples=S)
+    reps_b = REPS(model_b, stats.segmentation_metrics, key=key, num_samples=S)
+    diff = np.asarray(reps_a["accuracy"]) - np.asarray(reps_b["accuracy"])
+    np.testing.assert_allclose(float(two.upper["accuracy"]), np.quantile(diff, 0.975), rtol=1e-5)
+
+
+def test_p_value_counts_extreme_replicates_per_alternative():
+    observed = jnp.array([0.5, -0.5])
+    null = jnp.array([[0.6, 0.6], [-0.7, -0.7], [0.1, 0.1], [0.5, 0.5]])
+    p = lambda alternative: np.asarray(_p_value(observed, null, alternative))  # noqa: E731
+    np.testing.assert_allclose(p("two-sided"), [4 / 5, 4 / 5])  # |null| >= 0.5: 3 of 4, +1
+    np.testing.assert_allclose(p("greater"), [3 / 5, 4 / 5])
+    np.testing.assert_allclose(p("less"), [4 / 5, 2 / 5])
+    assert np.isnan(np.asarray(_p_value(observed, null.at[0, 0].set(jnp.nan), "less"))[0])
+
+
+def test_identical_models_have_zero_difference_and_p_one(data):
+    s, _ = data
+    t = PAIRED(s, s, stats.segmentation_metrics, key=jax.random.key(0), num_samples=S)
+    p = PERM(s, s, stats.segmentation_metrics, key=jax.random.key(0), num_samples=S)
+    for tree in (t.difference, t.lower, t.upper, p.difference):
+        for leaf in jax.tree_util.tree_leaves(tree):
+            np.testing.assert_array_equal(np.asarray(leaf), 0.0)
+    for tree in (t.p_value, p.p_value):
+        for leaf in jax.tree_util.tree_leaves(tree):
+            np.testing.assert_array_equal(np.asarray(leaf), 1.0)
+
+
+def test_permutation_test_against_exhaustive_enumeration():
+    # 8 videos: all 2^8 swap patterns enumerated by hand give the exact permutation p-value.
+    rng = np.random.default_rng(4)
+    frames = rng.integers(20, 60, 8)
+    a = (frames * rng.uniform(0.6, 0.9, 8)).astype(np.int32)
+    b = (frames * rng.uniform(0.4, 0.8, 8)).astype(np.int32)
+
+    def accuracy(c, w):
+        correct = stats.weighted_sum(c[:, 1], w).astype(jnp.float32)
+        return correct / stats.weighted_sum(c[:, 0], w).astype(jnp.float32)
+
+    sa, sb = (jnp.asarray(np.stack([frames, x], -1), jnp.int32) for x in (a, b))
+    observed = a.sum() / frames.sum() - b.sum() / frames.sum()
+    swaps = (np.arange(256)[:, None] >> np.arange(8)) & 1
+    permuted = ((np.where(swaps, b, a) - np.where(swaps, a, b)).sum(1)) / frames.sum()
+    exact = np.mean(np.abs(permuted) >= abs(observed) - 1e-12)
+    r = PERM(sa, sb, accuracy, key=jax.random.key(0), num_samples=20_000, batch_size=5000)
+    np.testing.assert_allclose(float(r.difference), observed, rtol=1e-5)
+    assert abs(float(r.p_value) - exact) < 4 * np.sqrt(exact * (1 - exact) / 20_000) + 1e-4
+
+
+# ------------------------------------------------------------------------------------------
+# Per-class statistics
+# ------------------------------------------------------------------------------------------
+def test_class_metrics_equal_pooled_oracle():
+    targets, predictions, mask = _videos(5)
+    cs = stats.class_statistics(targets, predictions, num_classes=C + 1, mask=mask)
+    pooled = ref.class_accuracy(targets[mask], predictions[mask], C + 1)  # class C never occurs
+    m = stats.class_metrics(cs)
+    np.testing.assert_allclose(np.asarray(m["class_accuracy"]), pooled, rtol=1e-6)
+    assert np.isnan(pooled[C])
+    np.testing.assert_allclose(float(m["mean_class_accuracy"]), np.nanmean(pooled), rtol=1e-6)
+    index = np.random.default_rng(0).integers(0, N, N)
+    resampled = stats.class_metrics(cs, jnp.asarray(np.bincount(index, minlength=N), jnp.int32))
+    ref_resampled = ref.class_accuracy(
+        targets[index][mask[index]], predictions[index][mask[index]], C + 1
+    )
+    np.testing.assert_allclose(np.asarray(resampled["class_accuracy"]), ref_resampled, rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# Host-side helpers (Evaluator / CLI)
+# ------------------------------------------------------------------------------------------
+def _segmentation_and_class(pair, weights):
+    return {**stats.segmentation_metrics(pair[0], weights), **stats.class_metrics(pair[1], weights)}
+
+
+def test_segmentation_intervals_structure_and_values(data):
+    s, _ = data
+    targets, predictions, mask = _videos(0)
+    cs = stats.class_statistics(targets, predictions, num_classes=C, mask=mask)
+    numpy_stats = stats.SegmentationStatistics(*(np.asarray(x) for x in s))
+    out = stats.segmentation_intervals(
+        numpy_stats, overlaps=OVERLAPS, num_samples=S, seed=3, class_stats=cs
+    )
+    r = BOOT((s, cs), _segmentation_and_class, key=jax.random.key(3), num_samples=S)
+    assert out["accuracy"] == (float(r.lower["accuracy"]), float(r.upper["accuracy"]))
+    assert set(out["f1"]) == set(OVERLAPS)
+    assert out["f1"][0.25] == (float(r.lower["f1"][1]), float(r.upper["f1"][1]))
+    assert out["recall"][0.5][0] <= out["recall"][0.5][1]
+    assert out["class_accuracy"].shape == (C, 2)
+    assert out["mean_class_accuracy"][0] < out["mean_class_accuracy"][1]
+    assert out["edit"][0] < float(r.estimate["edit"]) < out["edit"][1]
+
+
+def test_segmentation_comparison(data, model_b):
+    s, _ = data
+    out = stats.segmentation_comparison(s, model_b, overlaps=OVERLAPS, num_samples=S, seed=1)
+    acc = out["accuracy"]
+    assert acc["a"] == float(METRICS(s)["accuracy"])
+    assert acc["b"] == float(METRICS(model_b)["accuracy"])
+    np.testing.assert_allclose(acc["difference"], acc["a"] - acc["b"], rtol=1e-6)
+    assert 0 < acc["lower"] < acc["difference"] < acc["upper"]
+    assert acc["p_value"] < 0.05 and acc["permutation_p_value"] < 0.05
+    assert set(out["f1"][0.1]) == {
+        "a",
+        "b",
+        "difference",
+        "lower",
+        "upper",
+        "p_value",
+        "permutation_p_value",
+    }
+
+
+# ------------------------------------------------------------------------------------------
+# Bad arguments
+# ------------------------------------------------------------------------------------------
+def _mean(x, w):
+    return stats.weighted_sum(x, w) / stats.weighted_sum(jnp.ones_like(x), w)
+
+
+X = jnp.arange(6.0)
+KEY = jax.random.key(0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: stats.bootstrap(X, _mean, key=0), TypeError, "key must be a single PRNG key"),
+        (
+            lambda: stats.bootstrap(X, _mean, key=KEY, confidence=1.5),
+            ValueError,
+            r"confidence must lie in \(0, 1\), got 1.5",
+        ),
+        (lambda: stats.bootstrap(X, _mean, key=KEY, confidence="95%"), TypeError, "confidence"),
+        (
+            lambda: stats.bootstrap(X, _mean, key=KEY, method="basic"),
+            ValueError,
+            "method must be one of",
+        ),
+        (
+            lambda: stats.bootstrap(X, _mean, key=KEY, num_samples=1),
+            ValueError,
+            "num_samples must be >= 2, got 1",
+        ),
+        (lambda: stats.bootstrap(X, _mean, key=KEY, num_samples=10.0), TypeError, "num_samples"),
+        (lambda: stats.bootstrap(X, _mean, key=KEY, batch_size=0), ValueError, "batch_size"),
+        (
+            lambda: stats.bootstrap(X, _mean, key=KEY, strata=jnp.zeros(5, jnp.int32)),
+            ValueError,
+            r"strata must be an integer array \[N\] = \[6\].*shape \(5,\)",
+        ),
+        (
+            lambda: stats.bootstrap(X, _mean, key=KEY, strata=jnp.zeros(6)),
+            ValueError,
+            "strata must be an integer array",
+        ),
+        (
+            lambda: stats.bootstrap((X, jnp.ones(5)), _mean, key=KEY),
+            ValueError,
+            "same leading .video. dimension",
+        ),
+        (lambda: stats.bootstrap(jnp.ones(0), _mean, key=KEY), ValueError, "at least one video"),
+        (
+            lambda: stats.bootstrap(jnp.float32(1.0), _mean, key=KEY),
+            ValueError,
+            "same leading .video. dimension",
+        ),
+        (
+            lambda: stats.paired_bootstrap_test(X, jnp.ones(5), _mean, key=KEY),
+            ValueError,
+            "stats_a and stats_b must be statistics of the same videos",
+        ),
+        (
+            lambda: stats.paired_bootstrap_test(X, X, _mean, key=KEY, alternative="bigger"),
+            ValueError,
+            "alternative must be one of",
+        ),
+        (lambda: stats.permutation_test(X, (X, X), _mean, key=KEY), ValueError, "same structure"),
+        (
+            lambda: stats.permutation_test(X, X, _mean, key=KEY, num_samples=0),
+            ValueError,
+            "num_samples must be >= 1",
+        ),
+        (
+            lambda: stats.resample_indices(KEY, num_videos=0, num_samples=3),
+            ValueError,
+            "num_videos must be >= 1",
+        ),
+        (
+            lambda: stats.class_statistics([0, 1], [0, 1], num_classes=None),
+            TypeError,
+            "num_classes",
+        ),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_host_helpers_check_their_inputs(data, model_b):
+    s, _ = data
+    with pytest.raises(ValueError, match="overlaps must list the 3 thresholds"):
+        stats.segmentation_intervals(s, overlaps=(0.5,), num_samples=10)
+    shorter = _take(model_b, np.arange(N - 1))
+    with pytest.raises(ValueError, match="same videos, got 20 and 19 videos"):
+        stats.segmentation_comparison(s, shorter, num_samples=10)
+    moved = model_b._replace(frames=jnp.asarray(model_b.frames).at[4].add(1))
+    with pytest.raises(ValueError, match="video 4 has"):
+        stats.segmentation_comparison(s, moved, num_samples=10)
+    with pytest.raises(ValueError, match="class_stats_a and class_stats_b"):
+        stats.segmentation_comparison(s, model_b, num_samples=10, class_stats_a=s)
