@@ -1,0 +1,143 @@
+"""Benchmark: Evaluator.add by video / by batch / whole dataset, and the jitted streaming update.
+
+On the Breakfast-shaped synthetic set (benchmarks/_data.py), against the pure-Python per-video
+baseline run in the same process (ratio printed). Evaluator times include all host work
+(validation, padding, transfer, both device phases, ``get``). Each Evaluator mode is timed
+twice: a cold pass, which includes the compilations it triggers, and a warm pass (best of
+``--repeats``) once every shape it needs has been compiled. Before timing, the numbers are
+checked against the baseline (1e-9).
+
+The jitted ``jaxseg.streaming.segmentation(...).update`` is timed on a padded batch with static
+capacities (compilation excluded, best of ``--repeats``); frames/second counts padded frames.
+
+Run: ``python benchmarks/streaming.py [--repeats N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+from _data import baseline, breakfast_like, machine_summary, pad
+
+import jaxseg
+from jaxseg import streaming
+
+OVERLAPS = (0.1, 0.25, 0.5)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def best_of(fn, repeats):
+    times, result = [], None
+    for _ in range(repeats):
+        elapsed, result = timed(fn)
+        times.append(elapsed)
+    return min(times), result
+
+
+def check(name, ours, reference):
+    accuracy, edit, f1 = reference
+    got = np.array([ours["accuracy"], ours["edit"], *(ours["f1"][t] for t in OVERLAPS)])
+    want = np.array([accuracy, edit, *f1])
+    if not np.allclose(got, want, rtol=0, atol=1e-9):
+        raise AssertionError(f"{name}: jaxseg {got} != baseline {want}")
+
+
+def evaluator_modes(targets, predictions, batch):
+    padded_t, lengths = pad(targets)
+    padded_p, _ = pad(predictions)
+
+    def one_video_per_call(ev):
+        for t, p in zip(targets, predictions, strict=True):
+            ev.add(t, p)
+
+    def batches(ev):
+        for start in range(0, len(targets), batch):
+            ev.add(targets[start : start + batch], predictions[start : start + batch])
+
+    def whole_dataset(ev):
+        ev.add(padded_t, padded_p, lengths=lengths)
+
+    return {
+        "one video per call": one_video_per_call,
+        f"batches of {batch}": batches,
+        "whole dataset (padded + lengths)": whole_dataset,
+    }
+
+
+def run_evaluator(targets, predictions, reference, baseline_time, repeats, batch):
+    rows = []
+    for name, add in evaluator_modes(targets, predictions, batch).items():
+        evaluator = jaxseg.Evaluator(overlaps=OVERLAPS)
+
+        def evaluate(add=add, evaluator=evaluator):
+            evaluator.reset()
+            add(evaluator)
+            return evaluator.get()
+
+        cold, result = timed(evaluate)
+        check(name, result, reference)
+        warm, result = best_of(evaluate, repeats)
+        check(name, result, reference)
+        rows.append((name, cold, warm))
+    print(f"\nEvaluator vs pure-Python baseline ({baseline_time:.2f} s)")
+    print(f"{'mode':36s} {'cold s':>8s} {'ratio':>7s} {'warm s':>8s} {'ratio':>7s}")
+    for name, cold, warm in rows:
+        print(f"{name:36s} {cold:8.3f} {baseline_time / cold:6.1f}x {warm:8.3f} "
+              f"{baseline_time / warm:6.1f}x")
+
+
+def run_update(targets, predictions, repeats, batch, max_target_segments, max_predicted_segments):
+    acc = streaming.segmentation(
+        overlaps=OVERLAPS,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+    )
+    padded_t, lengths = pad(targets[:batch])
+    padded_p, _ = pad(predictions[:batch])
+    mask = np.arange(padded_t.shape[1]) < lengths[:, None]
+    update = jax.jit(acc.update)
+    inputs = jax.device_put((padded_t, padded_p, mask))
+    state = acc.init()
+    compile_time, _ = timed(
+        lambda: jax.block_until_ready(update(state, inputs[0], inputs[1], mask=inputs[2]))
+    )
+    elapsed, state = best_of(
+        lambda: jax.block_until_ready(update(acc.init(), inputs[0], inputs[1], mask=inputs[2])),
+        repeats,
+    )
+    results = acc.compute(state)
+    assert float(results["overflow"]) == 0, "capacity too small for this data"
+    frames = padded_t.size
+    print(f"\njitted segmentation update, batch {padded_t.shape}, capacities "
+          f"{max_target_segments}/{max_predicted_segments}: first call {compile_time:.1f} s, "
+          f"then {elapsed * 1e3:.1f} ms = {frames / elapsed / 1e6:.1f} M frames/s "
+          f"({int(mask.sum()) / elapsed / 1e6:.1f} M valid frames/s)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="128 videos, 1 repeat")
+    args = parser.parse_args()
+    videos = 128 if args.quick else 1712
+    repeats = 1 if args.quick else args.repeats
+    print(machine_summary())
+    targets, predictions = breakfast_like(videos=videos)
+    frames = sum(len(t) for t in targets)
+    print(f"Breakfast-shaped set: {len(targets)} videos, {frames} frames, 48 classes")
+    baseline_time, reference = timed(lambda: baseline(targets, predictions, overlaps=OVERLAPS))
+    run_evaluator(targets, predictions, reference, baseline_time, repeats, batch=64)
+    run_update(targets, predictions, repeats, batch=64, max_target_segments=32,
+               max_predicted_segments=128)
+
+
+if __name__ == "__main__":
+    main()

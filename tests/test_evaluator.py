@@ -1,0 +1,421 @@
+"""The host-side Evaluator: golden dataset numbers, every way of adding videos, bad input.
+
+Golden values (``golden/segmentation.json``) are percentages from the anchors' own scripts;
+the Evaluator returns fractions. Its float64 arithmetic on exact counts matches them to 1e-12.
+The synthetic videos of the other tests are at most 32 frames long with few segments, so all
+of them share a handful of compiled programs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import _reference as ref
+import numpy as np
+import pytest
+
+from jaxseg import Evaluator
+
+TAUS = (0.1, 0.25, 0.5)
+GOLDEN_CLASSES = 14  # the golden labels are 0..11: classes 12 and 13 are absent (NaN)
+CLOSE = dict(abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------------
+# Golden dataset numbers.
+
+
+@pytest.fixture(scope="module")
+def golden(golden_segmentation):
+    data, arrays = golden_segmentation
+    names = [str(n) for n in arrays["names"]]
+    assert names == [v["name"] for v in data["videos"]]
+    return data, arrays, names
+
+
+def add_rows(ev, golden, rows):
+    _, arrays, names = golden
+    rows = np.asarray(rows)
+    ev.add(
+        arrays["gt"][rows],
+        arrays["pred"][rows],
+        lengths=arrays["lengths"][rows],
+        name=[names[i] for i in rows],
+    )
+    return ev
+
+
+def subset_rows(golden):
+    data, _, names = golden
+    excluded = set(data["dataset"]["mstcn_bg0_finite_subset"]["excluded_videos"])
+    assert excluded == set(data["dataset"]["asformer_bg0_finite_subset"]["excluded_videos"])
+    return [i for i, n in enumerate(names) if n not in excluded], [
+        i for i, n in enumerate(names) if n in excluded
+    ]
+
+
+@pytest.fixture(scope="module")
+def no_background(golden):
+    ev = Evaluator(num_classes=GOLDEN_CLASSES)
+    return add_rows(ev, golden, range(len(golden[2])))
+
+
+@pytest.fixture(scope="module")
+def background_zero(golden):
+    """``(per_video, finite-subset result, all-videos result)`` with background 0."""
+    ev = Evaluator(background=(0,))
+    subset, rest = subset_rows(golden)
+    subset_result = add_rows(ev, golden, subset).get()
+    all_result = add_rows(ev, golden, rest).get()
+    return ev.per_video(), subset_result, all_result
+
+
+def assert_dataset(result, anchor):
+    assert result["accuracy"] == pytest.approx(anchor["acc"] / 100, **CLOSE)
+    assert result["edit"] == pytest.approx(anchor["edit"] / 100, **CLOSE)
+    for tau in TAUS:
+        assert result["f1"][tau] == pytest.approx(anchor[f"f1@{tau}"] / 100, **CLOSE), tau
+        tp, fp, fn = anchor[f"sum_tp_fp_fn@{tau}"]
+        assert (result["tp"][tau], result["fp"][tau], result["fn"][tau]) == (tp, fp, fn), tau
+        assert result["precision"][tau] == pytest.approx(tp / (tp + fp), **CLOSE)
+        assert result["recall"][tau] == pytest.approx(tp / (tp + fn), **CLOSE)
+
+
+def test_mstcn_no_background(golden, no_background):
+    result = no_background.get()
+    assert_dataset(result, golden[0]["dataset"]["mstcn_no_bg"])
+    assert result["videos"] == 50
+    assert result["frames"] == int(golden[1]["lengths"].sum())
+
+
+def test_asformer_no_background(golden):
+    ev = add_rows(Evaluator(legacy_asformer_end=True), golden, range(len(golden[2])))
+    assert_dataset(ev.get(), golden[0]["dataset"]["asformer_no_bg"])
+
+
+def test_mstcn_background_zero_finite_subset(golden, background_zero):
+    assert_dataset(background_zero[1], golden[0]["dataset"]["mstcn_bg0_finite_subset"])
+
+
+def test_asformer_background_zero_finite_subset(golden):
+    ev = add_rows(Evaluator(background=(0,), legacy_asformer_end=True), golden, subset_rows(golden)[0])
+    assert_dataset(ev.get(), golden[0]["dataset"]["asformer_bg0_finite_subset"])
+
+
+def test_kage1020_background_zero_all_videos(golden, background_zero):
+    data = golden[0]
+    anchor = data["dataset"]["kage1020_bg0_all_videos"]
+    result = background_zero[2]
+    assert result["accuracy"] == pytest.approx(anchor["acc"] / 100, **CLOSE)
+    for tau, f1 in zip(TAUS, anchor["f1_fraction@0.1,0.25,0.5"], strict=True):
+        assert result["f1"][tau] == pytest.approx(f1, **CLOSE)
+    # kage1020 scores a video without segments on either side 0.0, jaxseg 1.0: correct for them.
+    both_empty = [
+        v for v in data["videos"] if v["mstcn_bg0"]["n_seg_gt"] == v["mstcn_bg0"]["n_seg_pred"] == 0
+    ]
+    assert len(both_empty) == 2 and all(v["kage1020_bg0"]["edit"] == 0.0 for v in both_empty)
+    corrected = anchor["edit"] / 100 + len(both_empty) / len(data["videos"])
+    assert result["edit"] == pytest.approx(corrected, **CLOSE)
+
+
+def _golden_per_video(entry, index, arrays, key):
+    """The anchor's per-video values as jaxseg reports them (fractions; documented choices)."""
+    anchor = entry[key]
+    n_gt, n_pred = anchor["n_seg_gt"], anchor["n_seg_pred"]
+    counts = {}
+    for tau in TAUS:
+        value = entry[key][f"tp_fp_fn@{tau}"]
+        if isinstance(value, dict):  # the anchor raised: kage1020's all-FP counts
+            value = entry["kage1020_bg0"][f"tp_fp_fn@{tau}"]
+        counts[tau] = tuple(int(x) for x in value)
+    return {
+        "frames": int(arrays["lengths"][index]),
+        "accuracy": entry["correct_frames"] / entry["T"],
+        "edit": 1.0 if anchor["edit"] is None else anchor["edit"] / 100,
+        "target_segments": n_gt,
+        "predicted_segments": n_pred,
+        "counts": counts,
+    }
+
+
+def assert_per_video(per_video, golden, key):
+    data, arrays, names = golden
+    by_name = {v["name"]: v for v in per_video}
+    assert sorted(by_name) == sorted(names)
+    for index, entry in enumerate(data["videos"]):
+        ours, expected = by_name[entry["name"]], _golden_per_video(entry, index, arrays, key)
+        assert ours["frames"] == expected["frames"] == entry["T"]
+        assert ours["accuracy"] == pytest.approx(expected["accuracy"], **CLOSE)
+        assert ours["edit"] == pytest.approx(expected["edit"], **CLOSE), entry["name"]
+        assert ours["target_segments"] == expected["target_segments"]
+        assert ours["predicted_segments"] == expected["predicted_segments"]
+        for tau in TAUS:
+            counts = (ours["tp"][tau], ours["fp"][tau], ours["fn"][tau])
+            assert counts == expected["counts"][tau], (entry["name"], tau)
+            tp, fp, fn = counts
+            f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+            assert ours["f1"][tau] == pytest.approx(f1, **CLOSE)
+
+
+def test_per_video_no_background(golden, no_background):
+    per_video = no_background.per_video()
+    assert [v["name"] for v in per_video] == golden[2]
+    assert_per_video(per_video, golden, "mstcn_no_bg")
+
+
+def test_per_video_background_zero(golden, background_zero):
+    assert_per_video(background_zero[0], golden, "mstcn_bg0")
+
+
+def test_class_accuracy_is_confusion_matrix_recall(golden, no_background):
+    _, arrays, _ = golden
+    valid = ref.lengths_to_mask(arrays["lengths"], arrays["gt"].shape[1])
+    expected = ref.class_accuracy(arrays["gt"][valid], arrays["pred"][valid], GOLDEN_CLASSES)
+    result = no_background.get()
+    assert np.isnan(expected[12:]).all() and not np.isnan(expected[:12]).any()
+    np.testing.assert_allclose(result["class_accuracy"], expected, rtol=0, atol=1e-12)
+    assert result["mean_class_accuracy"] == pytest.approx(np.nanmean(expected), **CLOSE)
+
+
+def test_statistics_are_the_per_video_sufficient_statistics(golden, no_background):
+    s = no_background.statistics()
+    np.testing.assert_array_equal(s.frames, golden[1]["lengths"])
+    result = no_background.get()
+    assert s.tp.shape == (50, 3)
+    assert [int(x) for x in s.tp.sum(axis=0)] == [result["tp"][t] for t in TAUS]
+
+
+# ------------------------------------------------------------------------------------------
+# Every way of adding videos gives the same numbers.
+
+SHORT = 32  # all synthetic videos fit one padded length
+
+
+def short_videos():
+    """Six 5-30 frame videos, labels 0-4, 3-4 target and 5-8 predicted segments."""
+    rng = np.random.default_rng(3)
+    out = []
+    for length in (5, 12, 19, 24, 30, 17):
+        cuts = np.sort(rng.choice(np.arange(1, length), size=min(3, length - 1), replace=False))
+        segment = np.searchsorted(cuts, np.arange(length), side="right")
+        target = rng.integers(0, 5, size=4)[segment]
+        prediction = target.copy()
+        prediction[rng.integers(0, length)] = 3
+        prediction[0] = 2
+        out.append((target.astype(np.int32), prediction.astype(np.int32)))
+    return out
+
+
+def padded(videos, fill=-1):
+    y = np.full((len(videos), SHORT), fill, np.int32)
+    p = np.full((len(videos), SHORT), fill, np.int32)
+    for i, (t, q) in enumerate(videos):
+        y[i, : len(t)], p[i, : len(q)] = t, q
+    return y, p
+
+
+def with_holes(videos, rng):
+    """A padded batch whose valid frames are scattered (non-prefix mask) among garbage."""
+    y = rng.integers(0, 5, size=(len(videos), SHORT)).astype(np.int32)
+    p = rng.integers(0, 5, size=(len(videos), SHORT)).astype(np.int32)
+    mask = np.zeros((len(videos), SHORT), bool)
+    for i, (t, q) in enumerate(videos):
+        where = np.sort(rng.choice(SHORT, size=len(t), replace=False))
+        if len(t) < SHORT and where[-1] == len(t) - 1:  # make sure the mask is not a prefix
+            where[-1] = SHORT - 1
+        mask[i, where] = True
+        y[i, where], p[i, where] = t, q
+    assert not all(np.array_equal(m, np.arange(SHORT) < m.sum()) for m in mask)
+    return y, p, mask
+
+
+def assert_same_results(a: dict, b: dict):
+    assert a.keys() == b.keys()
+    for key in a:
+        if key == "class_accuracy":
+            np.testing.assert_array_equal(a[key], b[key])
+        else:
+            assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), key
+
+
+def test_every_way_of_adding_gives_the_same_numbers():
+    videos = short_videos()
+    names = [f"clip{i}" for i in range(len(videos))]
+    y, p = padded(videos)
+    lengths = np.array([len(t) for t, _ in videos])
+    y_holes, p_holes, holes = with_holes(videos, np.random.default_rng(0))
+
+    def fresh():
+        return Evaluator(num_classes=7)
+
+    one_at_a_time = fresh()
+    for name, (t, q) in zip(names, videos, strict=True):
+        one_at_a_time.add(t, q, name=name)
+    ways = {"one at a time": one_at_a_time}
+    ways["list of arrays"] = fresh()
+    ways["list of arrays"].add([t for t, _ in videos], [q for _, q in videos], name=names)
+    ways["lists of ints"] = fresh()
+    ways["lists of ints"].add([t.tolist() for t, _ in videos], [q.tolist() for _, q in videos],
+                              name=names)
+    ways["padded + lengths"] = fresh()
+    ways["padded + lengths"].add(y, p, lengths=lengths, name=names)
+    ways["padded + prefix mask"] = fresh()
+    ways["padded + prefix mask"].add(y, p, mask=np.arange(SHORT) < lengths[:, None], name=names)
+    ways["padded + scattered mask"] = fresh()
+    ways["padded + scattered mask"].add(y_holes, p_holes, mask=holes, name=names)
+    ways["two batches"] = fresh()
+    ways["two batches"].add(y[:2], p[:2], lengths=lengths[:2], name=names[:2])
+    ways["two batches"].add([t for t, _ in videos[2:]], [q for _, q in videos[2:]], name=names[2:])
+
+    expected = ways["one at a time"].get()
+    expected_per_video = ways["one at a time"].per_video()
+    assert [v["name"] for v in expected_per_video] == names
+    for way, ev in ways.items():
+        assert_same_results(ev.get(), expected)
+        assert ev.per_video() == expected_per_video, way
+
+    # ... and those numbers are the oracle's.
+    per_video = [ref.segmental_counts(t, q, TAUS) for t, q in videos]
+    tp, fp, fn = (np.sum([c[k] for c in per_video], axis=0) for k in range(3))
+    scores = ref.dataset_scores(
+        lengths,
+        [np.sum(t == q) for t, q in videos],
+        [ref.edit_score(t, q) for t, q in videos],
+        *(np.array([c[k] for c in per_video]) for k in range(3)),
+    )
+    assert expected["accuracy"] == pytest.approx(scores["accuracy"], **CLOSE)
+    assert expected["edit"] == pytest.approx(scores["edit"], **CLOSE)
+    assert [expected["f1"][t] for t in TAUS] == pytest.approx(list(scores["f1"]), **CLOSE)
+    assert [expected["tp"][t] for t in TAUS] == tp.tolist()
+    assert [expected["fn"][t] for t in TAUS] == fn.tolist()
+    assert [expected["fp"][t] for t in TAUS] == fp.tolist()
+    all_y = np.concatenate([t for t, _ in videos])
+    all_p = np.concatenate([q for _, q in videos])
+    class_accuracy = ref.class_accuracy(all_y, all_p, 7)
+    assert np.isnan(class_accuracy[5:]).all()
+    np.testing.assert_allclose(expected["class_accuracy"], class_accuracy, rtol=0, atol=1e-12)
+
+
+def test_integral_floats_are_labels():
+    t, q = short_videos()[1]
+    as_int, as_float = Evaluator(), Evaluator()
+    as_int.add(t, q)
+    as_float.add(t.astype(np.float32), q.astype(np.float64))
+    assert_same_results(as_int.get(), as_float.get())
+
+
+def test_num_classes_is_inferred_as_labels_grow():
+    ev = Evaluator()
+    ev.add([0, 1, 1], [0, 1, 2])
+    assert ev.get()["class_accuracy"].shape == (3,)
+    ev.add([4, 4, 0], [4, 0, 0])
+    result = ev.get()
+    expected = ref.class_accuracy([0, 1, 1, 4, 4, 0], [0, 1, 2, 4, 0, 0], 5)
+    assert result["class_accuracy"].shape == (5,)
+    np.testing.assert_allclose(result["class_accuracy"], expected, rtol=0, atol=1e-12)
+    assert math.isnan(result["class_accuracy"][3]) and result["class_accuracy"][2] == 0.0
+    assert result["mean_class_accuracy"] == pytest.approx(np.nanmean(expected), **CLOSE)
+
+
+def test_reset_forgets():
+    videos = short_videos()
+    ev = Evaluator()
+    ev.add(*videos[0])
+    ev.add(*videos[1])
+    ev.reset()
+    with pytest.raises(ValueError, match="no video"):
+        ev.get()
+    ev.add(*videos[2], name="after reset")
+    fresh = Evaluator()
+    fresh.add(*videos[2], name="after reset")
+    assert_same_results(ev.get(), fresh.get())
+    assert ev.per_video() == fresh.per_video()
+    assert ev.get()["videos"] == 1
+
+
+# ------------------------------------------------------------------------------------------
+# Bad input.
+
+BAD_INPUTS = {
+    "length mismatch": (
+        dict(gt=[1, 2, 3], pred=[1, 2], name="clip7"),
+        r"clip7: targets have 3 frames but predictions have 2",
+    ),
+    "negative target": (
+        dict(gt=[0, -1, 1], pred=[0, 1, 1], name="neg"),
+        r"neg: targets hold a negative label \(-1\)",
+    ),
+    "negative prediction": (
+        dict(gt=[0, 1, 1], pred=[0, 1, -3], name="negp"),
+        r"negp: predictions hold a negative label \(-3\)",
+    ),
+    "label >= num_classes": (
+        dict(gt=[0, 1, 2], pred=[0, 3, 2], name="big"),
+        r"big: predictions hold label 3, outside \[0, num_classes=3\)",
+    ),
+    "fractional floats": (
+        dict(gt=[0.0, 1.5, 1.0], pred=[0, 1, 1], name="frac"),
+        r"frac: targets must be integer labels, got non-integer values",
+    ),
+    "NaN": (
+        dict(gt=[0, 1, 1], pred=[0.0, float("nan"), 1.0], name="nan"),
+        r"nan: predictions must be integer labels",
+    ),
+    "strings": (
+        dict(gt=["a", "b"], pred=[0, 1], name="text"),
+        r"text: targets must be integer labels, got dtype <U1",
+    ),
+    "empty video": (dict(gt=[], pred=[], name="void"), r"void: targets is empty \(0 frames\)"),
+    "empty row of a padded batch": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, 0]),
+             name=["a", "b"]),
+        r"b: the video is empty",
+    ),
+    "all-False mask row": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int),
+             mask=np.array([[True] * 4, [False] * 4]), name=["a", "b"]),
+        r"b: the video is empty",
+    ),
+    "batch counts differ": (
+        dict(gt=[[1, 2], [1]], pred=[[1, 2]]),
+        r"gt holds 2 videos but pred holds 1",
+    ),
+    "padded shapes differ": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 5), int), lengths=np.array([4, 4])),
+        r"same shape \[B, T\], got \(2, 4\) and \(2, 5\)",
+    ),
+    "mask shape": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), mask=np.ones((2, 3), bool)),
+        r"mask must be bool of shape \(2, 4\), got bool \(2, 3\)",
+    ),
+    "integer mask": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), mask=np.ones((2, 4), int)),
+        r"mask must be bool of shape \(2, 4\), got int64",
+    ),
+    "lengths beyond T": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, 5])),
+        r"lengths must be 2 integers in \[1, 4\]",
+    ),
+    "mask and lengths": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, 4]),
+             mask=np.ones((2, 4), bool)),
+        r"mask or lengths, not both",
+    ),
+    "names count": (
+        dict(gt=[[1, 2], [1]], pred=[[1, 2], [1]], name=["only one"]),
+        r"name holds 1 names for 2 videos",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_raises_and_changes_nothing(case):
+    kwargs, message = BAD_INPUTS[case]
+    ev = Evaluator(num_classes=3 if case == "label >= num_classes" else None)
+    ev.add([0, 1, 1, 2], [0, 1, 2, 2], name="good")
+    before, per_video = ev.get(), ev.per_video()
+    gt, pred = kwargs.pop("gt"), kwargs.pop("pred")
+    with pytest.raises(ValueError, match=message):
+        ev.add(gt, pred, **kwargs)
+    assert_same_results(ev.get(), before)
+    assert ev.per_video() == per_video
