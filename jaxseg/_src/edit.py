@@ -68,11 +68,9 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
         new = (h_negative | ~(x_vertical | h_positive), h_positive & x_vertical, new_score)
         return tuple(jnp.where(j < n_text, a, b) for a, b in zip(new, carry))
 
-    init = (
-        jnp.full((words,), _ALL_ONES, jnp.uint32),
-        jnp.zeros((words,), jnp.uint32),
-        n_pattern.astype(jnp.int32),
-    )
+    # Derived from the data (not constants) so the carry varies like the inputs in shard_map.
+    zeros = jnp.zeros((words,), jnp.uint32) | (text[0] & 0).astype(jnp.uint32)
+    init = (zeros | _ALL_ONES, zeros, n_pattern.astype(jnp.int32))
     _, _, score = lax.fori_loop(0, text.shape[-1], step, init)
     return jnp.where(n_pattern == 0, n_text, score)
 

@@ -76,7 +76,7 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
         return jnp.where(any_better[owner], better, contenders), jnp.any(any_better)
 
     contenders, _ = lax.while_loop(
-        lambda state: state[1], keep_better, (contenders, jnp.array(True))
+        lambda state: state[1], keep_better, (contenders, jnp.any(contenders) | True)
     )
     return earliest(contenders)
 
