@@ -24,6 +24,7 @@ from jaxseg._src.stats_segmentation import segmentation_intervals
 
 _BIT_PARALLEL_CAPACITY = 32
 _INT32 = np.iinfo(np.int32)
+_FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 
 
 @functools.partial(jax.jit, static_argnames="background")
@@ -141,6 +142,8 @@ class Evaluator:
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
         self._confusion = np.zeros((0, 0), np.int64)
+        self._pending: list[tuple[str, np.ndarray, np.ndarray]] = []
+        self._pending_frames = 0
 
     # -- adding videos -------------------------------------------------------------------
 
@@ -160,7 +163,50 @@ class Evaluator:
           ValueError: naming the video, for a length mismatch, an empty video, non-integer,
             negative or out-of-range labels.
         """
-        names, padded_t, padded_p, padded_lengths = self._batch(gt, pred, mask, lengths, name)
+        if mask is None and lengths is None:
+            self._add_videos(gt, pred, name)
+            return
+        self._flush()
+        self._process(*self._padded_batch(gt, pred, mask, lengths, name))
+
+    def _add_videos(self, gt, pred, name):
+        """Validates one video or a list of videos on the host and queues them.
+
+        Queued videos are evaluated together (one compiled program for many videos) when
+        results are asked for or when enough frames are waiting.
+        """
+        start = len(self._names) + len(self._pending)
+        if _is_one_video(gt):
+            names, gt, pred = [name if isinstance(name, str) else f"video {start}"], [gt], [pred]
+        else:
+            if len(pred) != len(gt):
+                raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
+            names = self._names_for(name, len(gt), start)
+        videos = []
+        for video, t, p in zip(names, gt, pred):
+            t, p = video_array(video, "targets", t), video_array(video, "predictions", p)
+            if len(t) != len(p):
+                raise ValueError(
+                    f"{video}: targets have {len(t)} frames but predictions have {len(p)}."
+                )
+            self._check_range(
+                [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
+            )
+            videos.append((video, t, p))
+        self._pending.extend(videos)
+        self._pending_frames += sum(len(t) for _, t, _ in videos)
+        if self._pending_frames >= _FLUSH_FRAMES:
+            self._flush()
+
+    def _flush(self):
+        """Evaluates the queued videos."""
+        if self._pending:
+            names, targets, predictions = zip(*self._pending)
+            self._pending, self._pending_frames = [], 0
+            self._process(list(names), *self._buffers.fill_videos(names, targets, predictions))
+
+    def _process(self, names, padded_t, padded_p, padded_lengths):
+        """Both device phases over a padded batch; appends the statistics of ``names``."""
         device = jax.device_put((padded_t, padded_p, padded_lengths))
         words, sizes = _survey(*device, background=self.background)
         size = len(names)
@@ -193,20 +239,19 @@ class Evaluator:
         self._confusion[:shared, :shared] += confusion[:shared, :shared]
         self._names.extend(names)
 
-    def _batch(self, gt, pred, mask, lengths, name):
-        """Validates the input and pads it; returns names and padded (bucketed) arrays."""
-        start = len(self._names)
-        if _is_one_video(gt):
-            names = [name if isinstance(name, str) else f"video {start}"]
-            return (names, *self._fill_videos(names, [gt], [pred]))
-        count = len(gt)
-        if len(pred) != count:
-            raise ValueError(f"gt holds {count} videos but pred holds {len(pred)}.")
+    @staticmethod
+    def _names_for(name, count, start):
         names = list(name) if name is not None else [f"video {start + i}" for i in range(count)]
         if len(names) != count:
             raise ValueError(f"name holds {len(names)} names for {count} videos.")
-        if mask is None and lengths is None:
-            return (names, *self._fill_videos(names, list(gt), list(pred)))
+        return names
+
+    def _padded_batch(self, gt, pred, mask, lengths, name):
+        """Validates a padded batch ``[B, T]`` and copies it into the padded buffers."""
+        if len(pred) != len(gt):
+            raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
+        count = len(gt)
+        names = self._names_for(name, count, len(self._names))
         if mask is not None and lengths is not None:
             raise ValueError("give mask or lengths, not both.")
         gt, pred = np.asarray(gt), np.asarray(pred)
@@ -286,6 +331,7 @@ class Evaluator:
 
     def statistics(self) -> SegmentationStatistics:
         """Per-video sufficient statistics of every video added, stacked (numpy ``[N, ...]``)."""
+        self._flush()
         if not self._stats:
             raise ValueError("no video has been added yet.")
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *self._stats)
