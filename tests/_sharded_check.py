@@ -15,12 +15,12 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import AxisType, NamedSharding  # noqa: E402
-from jax.sharding import PartitionSpec as P  # noqa: E402
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
-from jaxseg import streaming  # noqa: E402
+from jaxseg import streaming
 
 DEVICES = 8
 C = 5
@@ -32,8 +32,9 @@ def random_batch(seed):
     rng = np.random.default_rng(seed)
     segment = np.cumsum(rng.random((BATCH, FRAMES)) < 0.15, axis=1)
     targets = (segment * 7 + rng.integers(0, C, (BATCH, 1))) % C
-    predictions = np.where(rng.random((BATCH, FRAMES)) < 0.1, rng.integers(0, C, (BATCH, FRAMES)),
-                           targets)
+    predictions = np.where(
+        rng.random((BATCH, FRAMES)) < 0.1, rng.integers(0, C, (BATCH, FRAMES)), targets
+    )
     lengths = rng.integers(0, FRAMES + 1, BATCH)
     mask = np.arange(FRAMES) < lengths[:, None]
     mask[rng.random(mask.shape) < 0.05] = False  # interior holes too
@@ -104,7 +105,7 @@ def main(axis_types) -> int:
                 try:
                     thunk()
                     print(f"ok: {label}")
-                except Exception as error:  # noqa: BLE001 - reported, then exit 1
+                except Exception as error:  # reported below, then exit status 1
                     failed.append(label)
                     print(f"FAILED: {label}: {type(error).__name__}: {str(error)[:300]}")
     print(f"{len(failed)} failed" if failed else "all sharded checks passed")

@@ -141,7 +141,9 @@ def test_chunked_updates_equal_one_shot(batch, chunk_of_row, order, rows):
 @given(batch=batches, chunk_of_row=st.lists(st.integers(0, 2), min_size=B, max_size=B))
 def test_merge_is_associative_and_commutative(batch, chunk_of_row):
     y, p, m, _ = pad_batch(batch, T)
-    a, b, c = (UPDATE(SEGMENTATION.init(), y, p, mask=mask) for mask in chunk_masks(m, chunk_of_row)[:3])
+    a, b, c = (
+        UPDATE(SEGMENTATION.init(), y, p, mask=mask) for mask in chunk_masks(m, chunk_of_row)[:3]
+    )
     left = MERGE(MERGE(a, b), c)
     assert_same_state(left, MERGE(a, MERGE(b, c)))
     assert_same_state(left, MERGE(MERGE(c, b), a))
@@ -153,7 +155,9 @@ def test_merge_is_associative_and_commutative(batch, chunk_of_row):
 
 
 def test_updates_of_different_batch_shapes_agree():
-    batch = [VideoSpec(10 + 4 * i, C, 5, 0.3, CORRUPTIONS[i % 7], 0.1, "holes", i) for i in range(B)]
+    batch = [
+        VideoSpec(10 + 4 * i, C, 5, 0.3, CORRUPTIONS[i % 7], 0.1, "holes", i) for i in range(B)
+    ]
     y, p, m, _ = pad_batch(batch, T)
     one_row = jax.jit(SEGMENTATION.update)
     state = SEGMENTATION.init()
@@ -221,7 +225,14 @@ def test_compute_of_init_is_defined():
     state = without_classes.init()
     assert state.frame is None
     assert set(without_classes.compute(state)) == {
-        "accuracy", "edit", "precision", "recall", "f1", "videos", "frames", "overflow"
+        "accuracy",
+        "edit",
+        "precision",
+        "recall",
+        "f1",
+        "videos",
+        "frames",
+        "overflow",
     }
 
 
@@ -313,3 +324,12 @@ def test_overflow_is_counted_and_poisons_segmental_scores():
     _, _, f1 = ref.segmental_scores(*(np.sum([c[k] for c in counts], axis=0) for k in range(3)))
     np.testing.assert_allclose(results["f1"], f1, rtol=1e-6)
     assert expected["videos"] == float(results["videos"])
+
+
+def test_labels_outside_the_classes_are_reported_not_aliased():
+    acc = streaming.frame_metrics(num_classes=3)
+    state = acc.update(acc.init(), np.array([[0, 1, 2]]), np.array([[4, 1, -1]]))
+    result = acc.compute(state)
+    assert float(result["out_of_range"]) == 2
+    assert np.isnan(float(result["accuracy"])) and np.all(np.isnan(result["class_accuracy"]))
+    assert float(result["confusion"].sum()) == 1  # only the in-range frame is counted

@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxseg._src import checks
 from jaxseg._src.f1 import overlapping_pairs
+from jaxseg._src.frame import count_pairs
 from jaxseg._src.numerics import popcount
 from jaxseg._src.padding import PaddedBuffers, bucket, video_array
 from jaxseg._src.segmentation import (
@@ -83,14 +84,7 @@ def _measure(targets, predictions, lengths, words, *, static, run_capacities, nu
     stats, label_range, (pair_t, pair_p, overlap) = jax.vmap(one)(
         targets, predictions, lengths, *words
     )
-    in_range = (pair_t >= 0) & (pair_t < num_classes) & (pair_p >= 0) & (pair_p < num_classes)
-    cell = jnp.where(in_range, pair_t * num_classes + pair_p, num_classes * num_classes)
-    confusion = (
-        jnp.zeros(num_classes * num_classes, jnp.int32)
-        .at[cell.reshape(-1)]
-        .add(overlap.reshape(-1), mode="drop")
-    )
-    return stats, label_range, confusion.reshape(num_classes, num_classes)
+    return stats, label_range, count_pairs(pair_t, pair_p, overlap, num_classes)
 
 
 def _is_one_video(values) -> bool:

@@ -58,8 +58,9 @@ def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> ja
 
     Returns:
       int32 ``[..., C, C]``, rows = targets, columns = predictions (as scikit-learn). Labels
-      outside ``[0, C)`` are a precondition violation: inside jit they are not checked
-      (host-side entry points such as :class:`jaxseg.Evaluator` check them).
+      outside ``[0, C)`` are a precondition violation: inside jit they are not checked (such
+      frames are left out of the matrix; host-side entry points such as
+      :class:`jaxseg.Evaluator` raise on them).
 
     >>> confusion_matrix([0, 1, 1], [0, 1, 0], num_classes=2).tolist()
     [[1, 0], [1, 1]]
@@ -68,13 +69,22 @@ def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> ja
     targets, predictions, mask = _frame_inputs(targets, predictions, mask)
 
     def one(t, p, m):
-        cell = jnp.where(
-            m, t.astype(jnp.int32) * num_classes + p.astype(jnp.int32), num_classes * num_classes
-        )
-        counts = jnp.zeros(num_classes * num_classes, jnp.int32).at[cell].add(1, mode="drop")
-        return counts.reshape(num_classes, num_classes)
+        return count_pairs(t, p, m.astype(jnp.int32), num_classes)
 
     return lift(one, (targets, predictions, mask), (1, 1, 1))
+
+
+def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
+    """Sums ``counts`` into an int32 ``[C, C]`` matrix at ``(targets, predictions)``.
+
+    Pairs with a label outside ``[0, C)`` are left out (never aliased into another cell).
+    """
+    t, p = targets.astype(jnp.int32), predictions.astype(jnp.int32)
+    inside = (t >= 0) & (t < num_classes) & (p >= 0) & (p < num_classes)
+    cell = jnp.where(inside, t * num_classes + p, num_classes * num_classes)
+    matrix = jnp.zeros(num_classes * num_classes, jnp.int32)
+    matrix = matrix.at[cell.reshape(-1)].add(counts.reshape(-1), mode="drop")
+    return matrix.reshape(num_classes, num_classes)
 
 
 # ------------------------------------------------------------------------------------------

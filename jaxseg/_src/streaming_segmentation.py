@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.edit import edit_score_from_distance
-from jaxseg._src.frame import AVERAGES, scores_from_confusion
+from jaxseg._src.frame import AVERAGES, count_pairs, scores_from_confusion
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segmentation import DEFAULT_OVERLAPS, segmentation_statistics
 
@@ -23,9 +23,11 @@ EDIT_SCALE = 1 << 24
 
 
 class FrameState(NamedTuple):
-    """Pooled confusion matrix ``[C, C]`` (rows = targets) as an exact count."""
+    """Pooled confusion matrix ``[C, C]`` (rows = targets) and the number of valid frames
+    with a label outside ``[0, C)``, as exact counts."""
 
     confusion: counting.Count
+    out_of_range: counting.Count
 
 
 class SegmentationState(NamedTuple):
@@ -58,12 +60,8 @@ def merge_states(a, b):
 
 def pooled_confusion(targets, predictions, mask, num_classes: int):
     """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch."""
-    cell = targets.astype(jnp.int32) * num_classes + predictions.astype(jnp.int32)
-    if mask is not None:
-        cell = jnp.where(mask, cell, num_classes * num_classes)
-    counts = jnp.zeros(num_classes * num_classes, jnp.int32)
-    counts = counts.at[cell.reshape(-1)].add(1, mode="drop")
-    return counts.reshape(num_classes, num_classes)
+    counts = jnp.ones(targets.shape, jnp.int32) if mask is None else mask.astype(jnp.int32)
+    return count_pairs(targets, predictions, counts, num_classes)
 
 
 def frame_results(confusion) -> dict:
@@ -86,7 +84,8 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
     ``compute`` returns ``accuracy`` (pooled over frames), ``class_accuracy [C]``,
     ``mean_class_accuracy``, and ``precision``/``recall``/``f1`` as dicts over
     ``"micro"|"macro"|"weighted"|"none"`` (see :func:`jaxseg.metrics.precision`), plus
-    ``confusion`` (float32 ``[C, C]``).
+    ``confusion`` (float32 ``[C, C]``) and ``out_of_range``, the number of valid frames with
+    a label outside ``[0, C)``: when it is not 0 every ratio is NaN.
 
     Args:
       num_classes: static number of classes C; labels must lie in ``[0, C)``.
@@ -99,17 +98,26 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
 
     def init():
-        return FrameState(counting.zeros((num_classes, num_classes)))
+        return FrameState(counting.zeros((num_classes, num_classes)), counting.zeros())
 
     def update(state, targets, predictions, *, mask=None):
         targets, predictions = checks.label_pair(targets, predictions)
         mask = checks.as_mask(mask, targets.shape)
         confusion = pooled_confusion(targets, predictions, mask, num_classes)
-        return FrameState(counting.add_sum(state.confusion, confusion, axis=()))
+        frames = targets.size if mask is None else jnp.sum(mask, dtype=jnp.int32)
+        outside = frames - jnp.sum(confusion)
+        return FrameState(
+            counting.add_sum(state.confusion, confusion, axis=()),
+            counting.add(state.out_of_range, outside),
+        )
 
     def compute(state):
         confusion = counting.to_float(state.confusion)
-        return {**frame_results(confusion), "confusion": confusion}
+        out_of_range = counting.to_float(state.out_of_range)
+        results = jax.tree_util.tree_map(
+            lambda x: jnp.where(out_of_range > 0, jnp.nan, x), frame_results(confusion)
+        )
+        return {**results, "confusion": confusion, "out_of_range": out_of_range}
 
     return Accumulator(init, update, merge_states, compute)
 
@@ -234,7 +242,7 @@ def segmentation(
         }
         if frames_acc is not None:
             frame = frames_acc.compute(state.frame)
-            for key in ("class_accuracy", "mean_class_accuracy", "confusion"):
+            for key in ("class_accuracy", "mean_class_accuracy", "confusion", "out_of_range"):
                 results[key] = frame[key]
             for key in ("precision", "recall", "f1"):
                 results[f"frame_{key}"] = frame[key]
