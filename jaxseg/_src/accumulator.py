@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import jax
-
 
 class Accumulator(NamedTuple):
     """Streaming evaluation as pure functions, in the spirit of an optax transformation.
@@ -21,8 +19,3 @@ class Accumulator(NamedTuple):
     update: Callable[..., Any]
     merge: Callable[[Any, Any], Any]
     compute: Callable[[Any], dict]
-
-
-def add_states(a, b):
-    """Merges two states whose leaves are all additive (counts, sums, confusion matrices)."""
-    return jax.tree_util.tree_map(lambda x, y: x + y, a, b)

@@ -127,11 +127,6 @@ def segmentation_statistics(
         max_predicted_segments,
         legacy_asformer_end,
     )
-    return statistics_of_prefixes(targets, predictions, lengths, **static)
-
-
-def statistics_of_prefixes(targets, predictions, lengths, **static) -> SegmentationStatistics:
-    """:func:`segmentation_statistics` of ``targets[..., :lengths]`` (validated static args)."""
 
     def one(t, p, n):
         return _sequence_statistics(t, p, n, **static)
@@ -142,7 +137,7 @@ def statistics_of_prefixes(targets, predictions, lengths, **static) -> Segmentat
 def static_arguments(
     T, overlaps, background, max_target_segments, max_predicted_segments, legacy_asformer_end
 ) -> dict:
-    """Validated static arguments of :func:`statistics_of_prefixes` for padded length T."""
+    """Validated static arguments of :func:`segmentation_statistics` for padded length T."""
     T = max(T, 1)
     return dict(
         thresholds=checks.static_thresholds("overlaps", overlaps),
