@@ -56,42 +56,26 @@ def _video(rng, length, num_classes, n_segments, n_spurious, max_spurious_length
     return target.astype(np.int32), prediction.astype(np.int32)
 
 
-def breakfast_like(seed=0, videos=1712):
-    """1712 videos of 300-6000 frames, 48 classes, 3-15 target segments, <= 30 spurious."""
+def _dataset(seed, videos, lengths, spurious, max_spurious_length):
+    """Videos with 48 classes and 3-15 target segments; ``lengths``/``spurious``: ranges."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(videos):
-        length = int(rng.integers(300, 6001))
-        out.append(
-            _video(
-                rng,
-                length,
-                48,
-                int(rng.integers(3, 16)),
-                int(rng.integers(0, 31)),
-                max_spurious_length=15,
-            )
-        )
+        length = int(rng.integers(lengths[0], lengths[1] + 1))
+        segments = int(rng.integers(3, 16))
+        n_spurious = int(rng.integers(spurious[0], spurious[1] + 1))
+        out.append(_video(rng, length, 48, segments, n_spurious, max_spurious_length))
     return [t for t, _ in out], [p for _, p in out]
+
+
+def breakfast_like(seed=0, videos=1712):
+    """1712 videos of 300-6000 frames, 48 classes, 3-15 target segments, <= 30 spurious."""
+    return _dataset(seed, videos, (300, 6000), (0, 30), max_spurious_length=15)
 
 
 def over_segmented(seed=1, videos=256):
     """256 videos of 2000-6000 frames with 200-600 spurious short segments each."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(videos):
-        length = int(rng.integers(2000, 6001))
-        out.append(
-            _video(
-                rng,
-                length,
-                48,
-                int(rng.integers(3, 16)),
-                int(rng.integers(200, 601)),
-                max_spurious_length=8,
-            )
-        )
-    return [t for t, _ in out], [p for _, p in out]
+    return _dataset(seed, videos, (2000, 6000), (200, 600), max_spurious_length=8)
 
 
 def pad(videos, dtype=np.int32):
