@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxseg._src import checks
+from jaxseg._src import checks, frame
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import ClassScores
 
@@ -58,13 +58,11 @@ def _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndi
 
 def scores_from_confusion(matrix):
     """``(pixel_accuracy, iou, dice)`` from float32 ``[..., C, C]`` counts (NaN where 0/0)."""
-    tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)
-    fp = jnp.sum(matrix, axis=-2) - tp
-    fn = jnp.sum(matrix, axis=-1) - tp
-    accuracy = safe_divide(jnp.sum(tp, axis=-1), jnp.sum(matrix, axis=(-2, -1)), jnp.nan)
-    iou = safe_divide(tp, tp + fp + fn, jnp.nan)
-    dice = safe_divide(2.0 * tp, 2.0 * tp + fp + fn, jnp.nan)
-    return accuracy, iou, dice
+    return (
+        frame.scores_from_confusion(matrix, "recall", "micro"),
+        frame.scores_from_confusion(matrix, "iou", "none"),
+        frame.scores_from_confusion(matrix, "f1", "none"),  # Dice is the F1 score
+    )
 
 
 def nanmean_classes(per_class) -> ClassScores:

@@ -113,7 +113,7 @@ def _average(per_class, support, tp_total, total, average):
 
 
 def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
-    """Precision, recall or F1 (``score``) from confusion matrices ``[..., C, C]``.
+    """Precision, recall, F1 or IoU (``score``) from confusion matrices ``[..., C, C]``.
 
     A class absent from both targets and predictions is NaN and left out of the means; any
     other undefined ratio is 0 (scikit-learn's ``zero_division=0``).
@@ -124,6 +124,8 @@ def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
         per_class = safe_divide(tp, tp + fp, 0.0)
     elif score == "recall":
         per_class = safe_divide(tp, tp + fn, 0.0)
+    elif score == "iou":
+        per_class = safe_divide(tp, tp + fp + fn, 0.0)
     else:
         per_class = safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
     per_class = jnp.where(absent, jnp.nan, per_class)
