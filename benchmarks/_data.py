@@ -150,3 +150,90 @@ def baseline(targets, predictions, background=(), overlaps=(0.1, 0.25, 0.5)):
     tp, fp, fn = counts.T
     f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
     return correct / total, edit / len(targets), f1
+
+
+# ---------------------------------------------------------------------------------------
+# Reference-script-shaped baseline: the same algorithms organised the way MS-TCN's eval.py
+# organises them (and ASFormer/DiffAct copy): segments are re-extracted by a per-frame loop
+# for the edit score and again for every overlap threshold, the Levenshtein DP fills a numpy
+# float matrix element by element, and each predicted segment's IoUs against all targets are
+# numpy vectors. Written here from REFERENCE.md section 1, not copied.
+
+
+def _segments_per_frame(labels, background):
+    names, starts, ends = [], [], []
+    previous = labels[0]
+    if previous not in background:
+        names.append(previous)
+        starts.append(0)
+    for i in range(len(labels)):
+        if labels[i] != previous:
+            if labels[i] not in background:
+                names.append(labels[i])
+                starts.append(i)
+            if previous not in background:
+                ends.append(i)
+            previous = labels[i]
+    if previous not in background:
+        ends.append(len(labels))
+    return names, starts, ends
+
+
+def _levenshtein_matrix(p, y):
+    table = np.zeros((len(p) + 1, len(y) + 1), np.float64)
+    for i in range(len(p) + 1):
+        table[i, 0] = i
+    for j in range(len(y) + 1):
+        table[0, j] = j
+    for j in range(1, len(y) + 1):
+        for i in range(1, len(p) + 1):
+            if y[j - 1] == p[i - 1]:
+                table[i, j] = table[i - 1, j - 1]
+            else:
+                table[i, j] = min(table[i - 1, j] + 1, table[i, j - 1] + 1, table[i - 1, j - 1] + 1)
+    return table[-1, -1]
+
+
+def _edit_of(recognized, truth, background):
+    p, _, _ = _segments_per_frame(recognized, background)
+    y, _, _ = _segments_per_frame(truth, background)
+    longest = max(len(p), len(y))
+    return (1.0 - _levenshtein_matrix(p, y) / longest) if longest else 1.0
+
+
+def _f_score_of(recognized, truth, overlap, background):
+    p_label, p_start, p_end = _segments_per_frame(recognized, background)
+    y_label, y_start, y_end = _segments_per_frame(truth, background)
+    y_start, y_end = np.array(y_start), np.array(y_end)
+    tp = fp = 0
+    hits = np.zeros(len(y_label))
+    for j in range(len(p_label)):
+        intersection = np.minimum(p_end[j], y_end) - np.maximum(p_start[j], y_start)
+        union = np.maximum(p_end[j], y_end) - np.minimum(p_start[j], y_start)
+        iou = (1.0 * intersection / union) * np.array([p_label[j] == y for y in y_label])
+        best = np.array(iou).argmax() if len(y_label) else 0
+        if len(y_label) and iou[best] >= overlap and not hits[best]:
+            tp += 1
+            hits[best] = 1
+        else:
+            fp += 1
+    return tp, fp, len(y_label) - hits.sum()
+
+
+def reference_style_baseline(targets, predictions, background=(), overlaps=(0.1, 0.25, 0.5)):
+    """Dataset accuracy, edit and F1@tau computed the way the reference scripts compute them."""
+    correct = total = 0
+    edit = 0.0
+    counts = np.zeros((len(overlaps), 3))
+    for t, p in zip(targets, predictions):
+        t, p = t.tolist(), p.tolist()
+        for i in range(len(t)):
+            total += 1
+            if t[i] == p[i]:
+                correct += 1
+        edit += _edit_of(p, t, background)
+        for k, tau in enumerate(overlaps):
+            counts[k] += _f_score_of(p, t, tau, background)
+    tp, fp, fn = counts.T
+    f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
+    return correct / total, edit / len(targets), f1

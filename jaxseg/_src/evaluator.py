@@ -10,17 +10,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks
-from jaxseg._src.f1 import overlapping_pairs
 from jaxseg._src.frame import count_pairs
 from jaxseg._src.numerics import popcount
-from jaxseg._src.padding import PaddedBuffers, bucket, video_array
+from jaxseg._src.padding import PaddedBuffers, bucket, label_bound, video_array
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
     static_arguments,
-    statistics_from_segments,
+    statistics_from_words,
 )
-from jaxseg._src.segments import frame_words, runs_from_words, segments_from_words
+from jaxseg._src.segments import pair_words, select_runs
 from jaxseg._src.stats_segmentation import segmentation_intervals
 
 _BIT_PARALLEL_CAPACITY = 32
@@ -30,61 +29,55 @@ _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 
 @functools.partial(jax.jit, static_argnames="background")
 def _survey(targets, predictions, lengths, *, background):
-    """Phase 1: boundary words (kept on the device) and, for the host, the numbers of segments
-    and of runs of every video (to choose static capacities)."""
-    words = jax.vmap(frame_words, in_axes=(0, 0, None))
-    words_t, words_p = words(targets, lengths, background), words(predictions, lengths, background)
+    """Phase 1: boundary words (kept on the device) and, for the host, the numbers of target
+    segments, predicted segments, candidate matches and runs of the label pair of every video
+    (to choose static capacities)."""
+    words = jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
     total = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
     sizes = jnp.stack(
-        [total(words_t.starts), total(words_p.starts), total(words_t.runs), total(words_p.runs)]
+        [
+            total(words.target.starts),
+            total(words.prediction.starts),
+            total(words.matches),
+            total(words.joint),
+        ]
     )
-    return (words_t, words_p), sizes
+    return words, sizes
 
 
-def _video_measure(t, p, n, words_t, words_p, *, static, run_capacities):
-    """Phase 2 for one video: statistics, and confusion-matrix entries from pairs of runs."""
-    target = segments_from_words(t, words_t, capacity=static["target_capacity"])
-    prediction = segments_from_words(p, words_p, capacity=static["prediction_capacity"])
-    runs_t = runs_from_words(t, n, words_t, capacity=run_capacities[0])
-    runs_p = runs_from_words(p, n, words_p, capacity=run_capacities[1])
-    owner, other, in_use = overlapping_pairs(runs_t, runs_p)
-    overlap = jnp.where(
-        in_use,
-        jnp.minimum(runs_t.ends[other], runs_p.ends[owner])
-        - jnp.maximum(runs_t.starts[other], runs_p.starts[owner]),
-        0,
-    )
-    pair_t, pair_p = runs_t.labels[other], runs_p.labels[owner]
-    correct = jnp.sum(jnp.where(pair_t == pair_p, overlap, 0))
-    stats = statistics_from_segments(
-        target,
-        prediction,
-        n,
-        correct,
-        thresholds=static["thresholds"],
-        legacy_asformer_end=static["legacy_asformer_end"],
-    )
-    # Every frame's label is the label of some run: the label range costs no frame pass.
+def _joint_runs(t, p, n, joint, capacity):
+    """The runs of the label pair of one video: (target label, predicted label, length)."""
+    starts, ends, count = select_runs(joint, n, capacity)
+    in_use = jnp.arange(capacity) < count
+    first = jnp.minimum(starts, t.shape[-1] - 1)
+    return in_use, t[first], p[first], jnp.where(in_use, ends - starts, 0)
+
+
+def _video_measure(t, p, n, words, *, static, joint_capacity):
+    """Phase 2 for one video: statistics, and confusion-matrix entries from the pair's runs."""
+    stats = statistics_from_words(t, p, n, words, **static)
+    in_use, pair_t, pair_p, length = _joint_runs(t, p, n, words.joint, joint_capacity)
+    # Every frame lies in some run of the pair: the label range costs no frame pass.
     big = jnp.iinfo(jnp.int32).max
     label_range = jnp.stack(
         [
-            jnp.min(jnp.where(runs_t.valid, runs_t.labels, big)),
-            jnp.min(jnp.where(runs_p.valid, runs_p.labels, big)),
-            jnp.max(jnp.where(runs_t.valid, runs_t.labels, -1)),
-            jnp.max(jnp.where(runs_p.valid, runs_p.labels, -1)),
+            jnp.min(jnp.where(in_use, pair_t, big)),
+            jnp.min(jnp.where(in_use, pair_p, big)),
+            jnp.max(jnp.where(in_use, pair_t, -1)),
+            jnp.max(jnp.where(in_use, pair_p, -1)),
         ]
     )
-    return stats, label_range, (pair_t, pair_p, overlap)
+    return stats, label_range, (pair_t, pair_p, length)
 
 
-@functools.partial(jax.jit, static_argnames=("static", "run_capacities", "num_classes"))
-def _measure(targets, predictions, lengths, words, *, static, run_capacities, num_classes):
-    """Phase 2: per-video statistics and the pooled confusion matrix (from runs, not frames)."""
-    one = functools.partial(_video_measure, static=dict(static), run_capacities=run_capacities)
-    stats, label_range, (pair_t, pair_p, overlap) = jax.vmap(one)(
-        targets, predictions, lengths, *words
-    )
-    return stats, label_range, count_pairs(pair_t, pair_p, overlap, num_classes)
+@functools.partial(jax.jit, static_argnames=("static", "joint_capacity"))
+def _measure(targets, predictions, lengths, words, *, static, joint_capacity):
+    """Phase 2: per-video statistics, label ranges, and the runs of every label pair."""
+    one = functools.partial(_video_measure, static=dict(static), joint_capacity=joint_capacity)
+    return jax.vmap(one)(targets, predictions, lengths, words)
+
+
+_pooled_confusion = jax.jit(count_pairs, static_argnames="num_classes")
 
 
 def _is_one_video(values) -> bool:
@@ -183,10 +176,13 @@ class Evaluator:
                 raise ValueError(
                     f"{video}: targets have {len(t)} frames but predictions have {len(p)}."
                 )
+            videos.append((video, t, p))
+        bounds = np.array([[label_bound(t), label_bound(p)] for _, t, p in videos], np.uint64)
+        limit = self.num_classes or _INT32.max + 1
+        for video, t, p in (videos[i] for i in np.flatnonzero(np.any(bounds >= limit, axis=1))):
             self._check_range(
                 [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
             )
-            videos.append((video, t, p))
         self._pending.extend(videos)
         self._pending_frames += sum(len(t) for _, t, _ in videos)
         if self._pending_frames >= _FLUSH_FRAMES:
@@ -204,7 +200,7 @@ class Evaluator:
         device = jax.device_put((padded_t, padded_p, padded_lengths))
         words, sizes = _survey(*device, background=self.background)
         size = len(names)
-        n_target, n_prediction, runs_t, runs_p = jax.device_get(sizes)[:, :size]
+        n_target, n_prediction, n_candidates, n_joint = jax.device_get(sizes)[:, :size]
         static = static_arguments(
             padded_t.shape[-1],
             self.overlaps,
@@ -212,25 +208,23 @@ class Evaluator:
             self._capacity(n_target, _BIT_PARALLEL_CAPACITY),
             self._capacity(n_prediction, 1),
             self.legacy_asformer_end,
+            candidate_capacity=self._capacity(n_candidates, 1),
         )
-        measure = functools.partial(
-            _measure,
+        static["contiguous"] = not static.pop("background")
+        stats, label_range, pair_runs = _measure(
             *device,
             words,
             static=tuple(static.items()),
-            run_capacities=(self._capacity(runs_t, 1), self._capacity(runs_p, 1)),
+            joint_capacity=self._capacity(n_joint, 1),
         )
-        num_classes = bucket(max(self.num_classes or 1, self._confusion.shape[0]))
-        stats, label_range, confusion = jax.device_get(measure(num_classes=num_classes))
-        label_range = label_range[:size].T
+        label_range = jax.device_get(label_range)[:size].T
         self._check_range(names, label_range[:2], label_range[2:])
         seen = int(label_range[2:].max()) + 1
-        if seen > num_classes:  # labels beyond the confusion matrix compiled for: once more
-            num_classes = bucket(seen)
-            confusion = jax.device_get(measure(num_classes=num_classes))[2]
-        shared = min(self._grow_confusion(seen), num_classes)
+        classes = self._grow_confusion(seen)
+        confusion = _pooled_confusion(*pair_runs, num_classes=bucket(classes))
+        confusion = jax.device_get(confusion)[:classes, :classes]
         self._stats.append(jax.tree_util.tree_map(lambda x: np.asarray(x[:size]), stats))
-        self._confusion[:shared, :shared] += confusion[:shared, :shared]
+        self._confusion += confusion
         self._names.extend(names)
 
     @staticmethod

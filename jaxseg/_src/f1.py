@@ -5,22 +5,39 @@ Each predicted segment is compared with its best same-label target segment over 
 target is not taken yet. Hence TP(tau) is the number of distinct targets that are the best
 match of some prediction with IoU >= tau, which needs no sequential loop.
 
-Only overlapping (prediction, target) pairs can match. Both tables are sorted, disjoint
-intervals, so there are at most ``S_p + S_t`` such pairs: they are enumerated with two binary
-searches, and scatter reductions pick each prediction's best target, comparing IoUs exactly
-as integer ratios.
+Only overlapping same-label (prediction, target) pairs can match, and each overlaps the other
+in exactly one run of the pair of label sequences: the frame pass marks the first frame of
+every such overlap (:class:`jaxseg._src.segments.PairWords`), so there are at most
+``S_p + S_t - 1`` candidates, found by selecting set bits. Scatter reductions then pick each
+prediction's best target, comparing IoUs exactly as integer ratios.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src.numerics import compare_products
-from jaxseg._src.segments import Segments
+from jaxseg._src.segments import PairWords, Segments, rank_bits, select_bits
 
-_FAR = jnp.iinfo(jnp.int32).max // 2
+
+class Candidates(NamedTuple):
+    """Same-label overlapping (prediction, target) segment pairs of one sequence, in time order.
+
+    Attributes:
+      owner: int32 ``[M]`` index of the predicted segment (non-decreasing).
+      other: int32 ``[M]`` index of the target segment.
+      in_use: bool ``[M]`` which rows hold a pair.
+      count: int32 the true number of pairs (``> M`` is an overflow).
+    """
+
+    owner: jax.Array
+    other: jax.Array
+    in_use: jax.Array
+    count: jax.Array
 
 
 def legacy_last_end(segments: Segments, n) -> Segments:
@@ -29,23 +46,19 @@ def legacy_last_end(segments: Segments, n) -> Segments:
     return segments._replace(ends=ends)
 
 
-def overlapping_pairs(target: Segments, prediction: Segments):
-    """(prediction, target) index pairs with overlapping spans, grouped by prediction."""
-    capacity = target.labels.shape[-1] + prediction.labels.shape[-1]
-    target_starts = jnp.where(target.valid, target.starts, _FAR)
-    target_ends = jnp.where(target.valid, target.ends, _FAR)
-    first = jnp.searchsorted(target_ends, prediction.starts, side="right")
-    stop = jnp.searchsorted(target_starts, prediction.ends, side="left")
-    n_pairs = jnp.where(prediction.valid, jnp.maximum(stop - first, 0), 0).astype(jnp.int32)
-    pair_end = jnp.cumsum(n_pairs)
-    pair_start = pair_end - n_pairs
-    k = jnp.arange(capacity, dtype=jnp.int32)
-    owner = jnp.minimum(
-        jnp.searchsorted(pair_end, k, side="right"),
-        prediction.labels.shape[-1] - 1,
+def match_candidates(
+    words: PairWords, *, capacity: int, target_capacity: int, prediction_capacity: int
+) -> Candidates:
+    """The candidate matches of one sequence, from the first frames of their overlaps."""
+    first, count = select_bits(words.matches, capacity)
+    owner = rank_bits(words.prediction.starts, first)
+    other = rank_bits(words.target.starts, first)
+    return Candidates(
+        jnp.clip(owner, 0, prediction_capacity - 1),
+        jnp.clip(other, 0, target_capacity - 1),
+        jnp.arange(capacity) < count,
+        count,
     )
-    other = jnp.clip(first[owner] + k - pair_start[owner], 0, target.labels.shape[-1] - 1)
-    return owner, other, k < pair_end[-1]
 
 
 def _best_pairs(owner, candidate, inter, union, groups: int):
@@ -81,17 +94,19 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
     return earliest(contenders)
 
 
-def match_counts(target: Segments, prediction: Segments, thresholds) -> tuple[jax.Array, ...]:
+def match_counts(
+    target: Segments, prediction: Segments, candidates: Candidates, thresholds
+) -> tuple[jax.Array, ...]:
     """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
 
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
-    owner, other, in_use = overlapping_pairs(target, prediction)
+    owner, other = candidates.owner, candidates.other
     p_start, p_end = prediction.starts[owner], prediction.ends[owner]
     t_start, t_end = target.starts[other], target.ends[other]
     inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
     union = jnp.maximum(p_end, t_end) - jnp.minimum(p_start, t_start)
-    candidate = in_use & (prediction.labels[owner] == target.labels[other]) & (inter > 0)
+    candidate = candidates.in_use & (inter > 0)
     inter = jnp.maximum(inter, 0)
     union = jnp.maximum(union, 1)
 

@@ -38,8 +38,26 @@ def round_up(n: int, multiple: int = 1) -> int:
     return -(-n // step) * step
 
 
+def label_bound(labels: np.ndarray) -> int:
+    """The largest label of a 1-D integer array, or 2^63 if any label is negative (one pass:
+    signed values are read as unsigned, so negative ones have the sign bit set)."""
+    if labels.dtype.kind != "i":
+        return int(labels.max())
+    sign_bit = 1 << (8 * labels.dtype.itemsize - 1)
+    largest = int(labels.view(np.dtype(f"u{labels.dtype.itemsize}")).max())
+    return largest if largest < sign_bit else 1 << 63
+
+
 def video_array(name: str, what: str, values) -> np.ndarray:
     """One video's labels as a 1-D integer numpy array, or a ValueError naming the problem."""
+    if (
+        isinstance(values, np.ndarray)
+        and values.ndim == 1
+        and values.size
+        and values.dtype.kind in "iu"
+        and values.dtype.itemsize <= 4
+    ):
+        return values
     array = np.asarray(values)
     if array.dtype == object or not (
         np.issubdtype(array.dtype, np.integer)

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
-from jaxseg._src.f1 import legacy_last_end, match_counts
-from jaxseg._src.numerics import safe_divide
-from jaxseg._src.segments import Segments, compact_batch, segments_of
+from jaxseg._src.f1 import legacy_last_end, match_candidates, match_counts
+from jaxseg._src.numerics import popcount, safe_divide
+from jaxseg._src.segments import PairWords, compact_batch, pair_words, segments_from_words
 
 DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
 
@@ -41,44 +41,52 @@ class SegmentationStatistics(NamedTuple):
     overflow: jax.Array
 
 
-def statistics_from_segments(
-    target: Segments, prediction: Segments, n, correct, *, thresholds, legacy_asformer_end
+def statistics_from_words(
+    targets,
+    predictions,
+    n,
+    words: PairWords,
+    *,
+    thresholds,
+    target_capacity,
+    prediction_capacity,
+    candidate_capacity,
+    legacy_asformer_end,
+    contiguous,
 ) -> SegmentationStatistics:
-    """Statistics of one sequence from its two segment tables and its correct-frame count."""
-    overflow = (target.count > target.labels.shape[-1]) | (
-        prediction.count > prediction.labels.shape[-1]
+    """Statistics of one sequence from the boundary words of its frame pass (``contiguous``:
+    there is no background)."""
+    target = segments_from_words(
+        targets, n, words.target, capacity=target_capacity, contiguous=contiguous
+    )
+    prediction = segments_from_words(
+        predictions, n, words.prediction, capacity=prediction_capacity, contiguous=contiguous
+    )
+    candidates = match_candidates(
+        words,
+        capacity=candidate_capacity,
+        target_capacity=target_capacity,
+        prediction_capacity=prediction_capacity,
+    )
+    overflow = (
+        (target.count > target_capacity)
+        | (prediction.count > prediction_capacity)
+        | (candidates.count > candidate_capacity)
     )
     distance = segment_edit_distance(target, prediction)
     if legacy_asformer_end:
         target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
-    tp, fp, fn = match_counts(target, prediction, thresholds)
+    tp, fp, fn = match_counts(target, prediction, candidates, thresholds)
+    correct = jnp.sum(popcount(words.correct).astype(jnp.int32))
     return SegmentationStatistics(
         n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
     )
 
 
-def _sequence_statistics(
-    targets,
-    predictions,
-    n,
-    *,
-    thresholds,
-    background,
-    target_capacity,
-    prediction_capacity,
-    legacy_asformer_end,
-):
-    target = segments_of(targets, n, background=background, capacity=target_capacity)
-    prediction = segments_of(predictions, n, background=background, capacity=prediction_capacity)
-    frame = jnp.arange(targets.shape[-1])
-    correct = jnp.sum((targets == predictions) & (frame < n), dtype=jnp.int32)
-    return statistics_from_segments(
-        target,
-        prediction,
-        n,
-        correct,
-        thresholds=thresholds,
-        legacy_asformer_end=legacy_asformer_end,
+def _sequence_statistics(targets, predictions, n, *, background, **static):
+    words = pair_words(targets, predictions, n, background)
+    return statistics_from_words(
+        targets, predictions, n, words, contiguous=not background, **static
     )
 
 
@@ -135,21 +143,37 @@ def segmentation_statistics(
 
 
 def static_arguments(
-    T, overlaps, background, max_target_segments, max_predicted_segments, legacy_asformer_end
+    T,
+    overlaps,
+    background,
+    max_target_segments,
+    max_predicted_segments,
+    legacy_asformer_end,
+    candidate_capacity=None,
 ) -> dict:
-    """Validated static arguments of :func:`segmentation_statistics` for padded length T."""
+    """Validated static arguments of :func:`segmentation_statistics` for padded length T.
+
+    The candidate matches (same-label overlapping segment pairs) number at most
+    ``S_t + S_p - 1`` and at most T, so their default capacity can never overflow unless a
+    segment table does.
+    """
     T = max(T, 1)
+    target_capacity = (
+        checks.static_int("max_target_segments", max_target_segments, minimum=1, allow_none=True)
+        or T
+    )
+    prediction_capacity = (
+        checks.static_int(
+            "max_predicted_segments", max_predicted_segments, minimum=1, allow_none=True
+        )
+        or T
+    )
     return dict(
         thresholds=checks.static_thresholds("overlaps", overlaps),
         background=checks.static_labels("background", background),
-        target_capacity=checks.static_int(
-            "max_target_segments", max_target_segments, minimum=1, allow_none=True
-        )
-        or T,
-        prediction_capacity=checks.static_int(
-            "max_predicted_segments", max_predicted_segments, minimum=1, allow_none=True
-        )
-        or T,
+        target_capacity=target_capacity,
+        prediction_capacity=prediction_capacity,
+        candidate_capacity=candidate_capacity or min(T, target_capacity + prediction_capacity),
         legacy_asformer_end=bool(legacy_asformer_end),
     )
 

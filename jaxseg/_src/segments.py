@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
@@ -19,6 +20,7 @@ from jaxseg._src.batching import lift
 from jaxseg._src.numerics import popcount
 
 WORD_BITS = 32
+_ALL_ONES = np.uint32(0xFFFFFFFF)
 
 
 class Segments(NamedTuple):
@@ -118,32 +120,93 @@ def is_background(labels, background: tuple[int, ...]):
     return out
 
 
-class FrameWords(NamedTuple):
-    """Bit-packed boundaries of one sequence, uint32 ``[W]`` (frame ``t`` is bit ``t % 32`` of
-    word ``t // 32``).
+def _valid_words(n, words: int):
+    """uint32 ``[words]``: bit ``b`` of word ``w`` is set iff frame ``32 w + b < n``."""
+    remaining = jnp.clip(n - WORD_BITS * jnp.arange(words), 0, WORD_BITS).astype(jnp.uint32)
+    return jnp.where(remaining == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << remaining) - 1)
+
+
+def _frame_bit(frame, words: int):
+    """uint32 ``[words]`` with only the bit of ``frame`` set (none if ``frame < 0``)."""
+    frame = jnp.asarray(frame, jnp.int32)
+    bit = jnp.uint32(1) << (jnp.maximum(frame, 0) % WORD_BITS).astype(jnp.uint32)
+    return jnp.where((jnp.arange(words) == frame // WORD_BITS) & (frame >= 0), bit, 0)
+
+
+def _next_frame(words):
+    """Bit ``t`` of the result is bit ``t + 1`` of ``words`` (a shift by one frame)."""
+    following = lax.pad(words, jnp.uint32(0), ((0, 1, 0),))[1:]
+    return (words >> 1) | (following << (WORD_BITS - 1))
+
+
+class LabelWords(NamedTuple):
+    """Bit-packed segment boundaries of one label sequence, uint32 ``[W]`` (frame ``t`` is bit
+    ``t % 32`` of word ``t // 32``; frames past the length are 0).
 
     Attributes:
-      runs: a run of any label starts at ``t``.
-      starts: a non-background run starts at ``t``.
-      ends: a non-background run ends at ``t`` (its last frame).
+      starts: a kept (non-background) segment starts at ``t``.
+      ends: a kept segment ends at ``t`` (its last frame).
     """
 
-    runs: jax.Array
     starts: jax.Array
     ends: jax.Array
 
 
-def frame_words(labels, n, background: tuple[int, ...]) -> FrameWords:
-    """The one pass over the frames of ``labels[:n]``: run boundaries as bit-packed words."""
+def _run_and_kept_words(labels, n, background: tuple[int, ...]):
+    """The frame pass over one sequence: run starts and kept (non-background) frames."""
     padded = _pad_to_words(labels, 0)
-    frame = jnp.arange(padded.shape[-1])
-    valid = frame < n
+    valid = _valid_words(n, padded.shape[-1] // WORD_BITS)
     previous = lax.pad(padded, padded[0], ((1, -1, 0),))
-    following = lax.pad(padded, padded[-1], ((-1, 1, 0),))
-    runs = valid & ((padded != previous) | (frame == 0))
-    kept = ~is_background(padded, background)
-    ends = valid & kept & ((padded != following) | (frame == n - 1))
-    return FrameWords(pack_bits(runs), pack_bits(runs & kept), pack_bits(ends))
+    runs = (pack_bits(padded != previous) | _frame_bit(0, valid.shape[-1])) & valid
+    if not background:
+        return runs, valid
+    return runs, pack_bits(~is_background(padded, background)) & valid
+
+
+def _label_words(runs, kept, n) -> LabelWords:
+    last_frames = (_next_frame(runs) | _frame_bit(n - 1, runs.shape[-1])) & kept
+    return LabelWords(runs & kept, last_frames)
+
+
+def label_words(labels, n, background: tuple[int, ...]) -> LabelWords:
+    """Run and segment boundaries of ``labels[:n]`` as bit-packed words (one sequence)."""
+    runs, kept = _run_and_kept_words(labels, n, background)
+    return _label_words(runs, kept, n)
+
+
+class PairWords(NamedTuple):
+    """Bit-packed boundaries of a (targets, predictions) pair of one sequence, uint32 ``[W]``.
+
+    Attributes:
+      target, prediction: :class:`LabelWords` of each sequence.
+      correct: the two labels agree at ``t``.
+      joint: a run of the pair of labels starts at ``t`` (either sequence changes label).
+      matches: an overlap of a target segment with a same-label predicted segment starts at
+        ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
+        so these bits enumerate the candidate matches of the segmental F1.
+    """
+
+    target: LabelWords
+    prediction: LabelWords
+    correct: jax.Array
+    joint: jax.Array
+    matches: jax.Array
+
+
+def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
+    """The one pass over the frames of a sequence pair: every boundary the metrics need."""
+    runs_t, kept_t = _run_and_kept_words(targets, n, background)
+    runs_p, kept_p = _run_and_kept_words(predictions, n, background)
+    correct = pack_bits(_pad_to_words(targets, 0) == _pad_to_words(predictions, 0))
+    correct = correct & _valid_words(n, correct.shape[-1])
+    joint = runs_t | runs_p
+    return PairWords(
+        _label_words(runs_t, kept_t, n),
+        _label_words(runs_p, kept_p, n),
+        correct,
+        joint,
+        joint & correct & kept_t,
+    )
 
 
 def _select_in_word(word, rank):
@@ -162,12 +225,29 @@ def select_bits(words, capacity: int):
     """Frame indices of the first ``capacity`` set bits of ``words`` and the total count."""
     counts = popcount(words).astype(jnp.int32)
     running = jnp.cumsum(counts)
-    total = running[-1]
     k = jnp.arange(capacity, dtype=jnp.int32)
     word = jnp.minimum(jnp.searchsorted(running, k, side="right"), words.shape[-1] - 1)
     rank = k - (running[word] - counts[word])
     frame = word * WORD_BITS + _select_in_word(words[word], rank)
-    return frame, total
+    return frame, running[-1]
+
+
+def select_runs(run_starts, n, capacity: int):
+    """``(starts, ends, count)`` of the first ``capacity`` runs of a sequence of ``n`` frames
+    whose runs tile it (each ends where the next starts), from their bit-packed starts."""
+    starts, count = select_bits(run_starts, capacity + 1)
+    ends = jnp.where(jnp.arange(1, capacity + 1) < count, starts[1:], n)
+    return starts[:-1], ends, count
+
+
+def rank_bits(words, frames):
+    """Number of set bits of ``words`` at frames ``<= frames``, minus one (the index of the
+    run containing each frame when ``words`` marks run starts)."""
+    counts = popcount(words).astype(jnp.int32)
+    before = jnp.cumsum(counts) - counts
+    word = frames // WORD_BITS
+    upto = _ALL_ONES >> (WORD_BITS - 1 - frames % WORD_BITS).astype(jnp.uint32)
+    return before[word] + popcount(words[word] & upto).astype(jnp.int32) - 1
 
 
 def _table(labels, starts, ends, count, capacity) -> Segments:
@@ -182,28 +262,31 @@ def _table(labels, starts, ends, count, capacity) -> Segments:
     )
 
 
-def segments_from_words(labels, words: FrameWords, *, capacity: int) -> Segments:
-    """Non-background segments of one sequence from its :class:`FrameWords`."""
-    starts, count = select_bits(words.starts, capacity)
-    last_frames, _ = select_bits(words.ends, capacity)
-    return _table(_pad_to_words(labels, 0), starts, last_frames + 1, count, capacity)
+def segments_from_words(
+    labels, n, words: LabelWords, *, capacity: int, contiguous: bool
+) -> Segments:
+    """Kept segments of one sequence from its :class:`LabelWords`.
 
-
-def runs_from_words(labels, n, words: FrameWords, *, capacity: int) -> Segments:
-    """All runs (background included) of one sequence from its :class:`FrameWords`."""
-    starts, count = select_bits(words.runs, capacity + 1)
-    ends = jnp.where(jnp.arange(1, capacity + 1) < count, starts[1:], n)
-    return _table(_pad_to_words(labels, 0), starts[:-1], ends, count, capacity)
+    ``contiguous`` (static) says there is no background, so each segment ends where the next
+    starts and one selection of set bits finds both.
+    """
+    if contiguous:
+        starts, ends, count = select_runs(words.starts, n, capacity)
+    else:
+        starts, count = select_bits(words.starts, capacity)
+        ends = select_bits(words.ends, capacity)[0] + 1
+    return _table(_pad_to_words(labels, 0), starts, ends, count, capacity)
 
 
 def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
     """Non-background segments of ``labels[:n]`` for one (compacted) sequence."""
-    return segments_from_words(labels, frame_words(labels, n, background), capacity=capacity)
+    words = label_words(labels, n, background)
+    return segments_from_words(labels, n, words, capacity=capacity, contiguous=not background)
 
 
 def count_of(labels, n, *, background: tuple[int, ...]):
     """Number of non-background runs of ``labels[:n]``."""
-    return jnp.sum(popcount(frame_words(labels, n, background).starts).astype(jnp.int32))
+    return jnp.sum(popcount(label_words(labels, n, background).starts).astype(jnp.int32))
 
 
 # ------------------------------------------------------------------------------------------
