@@ -353,6 +353,14 @@ BAD_INPUTS = {
         dict(gt=[0, 1, 1], pred=[0, 1, -3], name="negp"),
         r"negp: predictions hold a negative label \(-3\)",
     ),
+    "negative int8 target": (
+        dict(gt=np.array([0, -1, 1], np.int8), pred=np.array([0, 1, 1], np.int8), name="n8"),
+        r"n8: targets hold a negative label \(-1\)",
+    ),
+    "negative int16 prediction": (
+        dict(gt=np.array([0, 1, 1], np.int16), pred=np.array([0, -128, 1], np.int16), name="n16"),
+        r"n16: predictions hold a negative label \(-128\)",
+    ),
     "label >= num_classes": (
         dict(gt=[0, 1, 2], pred=[0, 3, 2], name="big"),
         r"big: predictions hold label 3, outside \[0, num_classes=3\)",

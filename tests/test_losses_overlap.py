@@ -8,6 +8,7 @@ from _reference_losses import class_sums, hard_dice, hard_iou, lovasz_class, sof
 from jax.test_util import check_grads
 
 from jaxseg import losses
+from jaxseg._src import soft_overlap
 
 T, C = 40, 4
 ONE_HOT_SCALE = 40.0
@@ -186,3 +187,38 @@ def test_lovasz_gradient_is_the_sorted_jaccard_increment():
                 step[i, c] = eps
                 numeric[i, c] = (float(fn(x + step)) - float(fn(x - step))) / (2 * eps)
     np.testing.assert_allclose(grads, numeric, rtol=1e-5, atol=1e-8)
+
+
+def _stable_lovasz_weights(errors, foreground):
+    """d loss / d errors of one class: the Jaccard increments along the stable error order."""
+    order = np.argsort(-errors, kind="stable")
+    g = foreground[order]
+    seen = np.arange(1, len(g) + 1)
+    inter = g.sum() - np.cumsum(g)
+    union = g.sum() + seen - np.cumsum(g)
+    jaccard = 1.0 - inter / union
+    weights = np.empty_like(errors)
+    weights[order] = np.diff(jaccard, prepend=0.0)
+    return weights
+
+
+@pytest.mark.parametrize("length", [40, 2000, 2100])
+def test_lovasz_ranks_tied_and_close_errors_exactly(length):
+    # Integer sorts (two passes up to 2048 entries, key/value beyond): exactly tied errors keep
+    # their index order, errors that differ only in their last bits are still ordered, and 0,
+    # 1 and subnormal errors are ranked like numpy ranks them.
+    rng = np.random.default_rng(length)
+    base = np.float32([0.0, 1.0, 0.5, 1e-45, 3e-39, 0.25])
+    errors = rng.choice(base, (3, length))
+    errors[1] = np.float32(0.3) + rng.integers(0, 600, length) * np.float32(2**-25)
+    errors[2] = rng.random(length).astype(np.float32)
+    foreground = (rng.random((3, length)) < 0.3).astype(np.float32)
+    order = jax.jit(soft_overlap._decreasing_order)(errors)
+    np.testing.assert_array_equal(np.asarray(order), np.argsort(-errors, axis=-1, kind="stable"))
+    fn = jax.jit(jax.value_and_grad(lambda e, g: jnp.sum(soft_overlap._lovasz_per_class(e, g))))
+    value, grads = fn(errors, foreground)
+    e64, g64 = errors.astype(np.float64), foreground.astype(np.float64)
+    want = sum(lovasz_class(e64[c], g64[c]) for c in range(3))
+    np.testing.assert_allclose(float(value), want, rtol=1e-5)
+    weights = np.stack([_stable_lovasz_weights(e64[c], g64[c]) for c in range(3)])
+    np.testing.assert_allclose(np.asarray(grads), weights, atol=1e-6)

@@ -14,6 +14,7 @@ from conftest import golden_path
 from sklearn import metrics as skm
 
 from jaxseg import metrics as M
+from jaxseg._src import ranking
 
 N_AP = 512  # every AP row is padded to this length (one compile per interpolation)
 
@@ -317,3 +318,52 @@ def test_ap_is_jittable_and_vmappable():
         targets, scores, mask
     )
     np.testing.assert_allclose(np.asarray(direct), np.asarray(mapped), atol=0)
+
+
+# ---------------------------------------------------------------------------- sort helpers
+@pytest.mark.parametrize(
+    "length, key_bits",
+    [(1, 32), (5, 32), (100, 32), (1024, 32), (1025, 32), (2048, 30), (2049, 30), (300, 8)],
+)
+def test_stable_order_is_numpys_stable_argsort(length, key_bits):
+    # One pass (key and index fit in 32 bits), two passes (top bits, then group + rest) and
+    # the key/value fallback; keys tied exactly, or sharing all the bits of the first pass.
+    rng = np.random.default_rng(length)
+    top = rng.integers(0, 4, (3, length)).astype(np.uint64) << max(0, key_bits - 2)
+    keys = np.stack(
+        [
+            rng.integers(0, 2**key_bits, length),  # almost no ties
+            top[0] + rng.integers(0, 8, length),  # equal top bits, low bits decide
+            top[1],  # exact ties only
+        ]
+    ).astype(np.uint32)
+    keys[:, :1] = 2**key_bits - 1  # the largest key
+    got = np.asarray(jax.jit(lambda k: ranking.stable_order(k, key_bits=key_bits))(keys))
+    np.testing.assert_array_equal(got, np.argsort(keys, axis=-1, kind="stable"))
+
+
+def test_unsigned_keys_keep_the_order_of_score_keys():
+    scores = np.array([np.inf, 1.0, 0.5, 0.0, -0.0, -1e-45, -3.0, -np.inf], np.float32)
+    keys = np.asarray(ranking.unsigned_keys(ranking.descending_keys(scores)))
+    assert np.all(keys[:-1] <= keys[1:]) and keys[3] == keys[4]
+
+
+def _suffix_max_reference(values, ends):
+    out = np.empty_like(values)
+    for r in range(values.shape[0]):
+        best = -np.inf
+        for i in reversed(range(values.shape[1])):
+            best = values[r, i] if ends[r, i] else max(best, values[r, i])
+            out[r, i] = best
+    return out
+
+
+@pytest.mark.parametrize("length", [0, 1, 31, 33, 1057, 33000])
+def test_suffix_max_restarts_at_segment_ends(length):
+    rng = np.random.default_rng(length)
+    values = rng.random((2, length)).astype(np.float32)
+    ends = rng.random((2, length)) < 0.01
+    got = jax.jit(ranking.suffix_max)(values, ends)
+    np.testing.assert_array_equal(np.asarray(got), _suffix_max_reference(values, ends))
+    plain = jax.jit(ranking.suffix_max)(values)
+    np.testing.assert_array_equal(np.asarray(plain), _suffix_max_reference(values, ends & False))

@@ -20,7 +20,9 @@ from jaxseg._src.ranking import (
     cumulative_count,
     descending_keys,
     recall_reaches,
+    stable_order,
     suffix_max,
+    unsigned_keys,
 )
 
 ACTIVITYNET_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -131,11 +133,8 @@ def match_detections(
     same = (pred_labels[:, :, None] == gt_labels[:, None, :]) & gt_mask[:, None, :]
     iou = jnp.where(same, iou, -1.0)
     # Decreasing score inside each video (ties: input order), invalid predictions last.
-    invalid = (~pred_mask).astype(jnp.int32)
-    index = lax.broadcasted_iota(jnp.int32, pred_labels.shape, 1)
-    _, _, order = lax.sort(
-        (invalid, descending_keys(pred_scores), index), num_keys=2, is_stable=True
-    )
+    last = jnp.iinfo(jnp.int32).max  # above every key of a non-NaN score
+    order = stable_order(unsigned_keys(jnp.where(pred_mask, descending_keys(pred_scores), last)))
     iou = jnp.take_along_axis(iou, order[:, :, None], axis=1)
     thresholds = jnp.asarray(thresholds, jnp.float32)
 
@@ -173,44 +172,44 @@ def match_detections(
 
 
 def class_average_precision(matches: Matches, *, num_classes, interpolation) -> jax.Array:
-    """AP ``[C, K]`` from matched predictions; NaN for classes without ground truth."""
+    """AP ``[C, K]`` from matched predictions; NaN for classes without ground truth.
+
+    Works on ``[K, N]`` rows (one per threshold, predictions along the minor axis): XLA's CPU
+    code for the running maximum is about twice as slow on the transposed layout.
+    """
     labels, scores, tp, npos = matches
     n = labels.shape[0]
     order = lax.sort(
         (labels, descending_keys(scores), lax.iota(jnp.int32, n)), num_keys=2, is_stable=True
     )[2]
     labels = labels[order]
-    tp = tp[order].astype(jnp.int32)  # [N, K]
+    hits = jnp.take(tp.T, order, axis=1).astype(jnp.int32)  # [K, N]
     valid = labels < num_classes
     count = jax.ops.segment_sum(valid.astype(jnp.int32), labels, num_segments=num_classes + 1)
     start = jnp.cumsum(count) - count  # first sorted index of each class
-    position = lax.iota(jnp.int32, n)
-    rank = position - start[labels] + 1
-    cum = cumulative_count(tp.T).T
-    before = jnp.where((start[labels] > 0)[:, None], cum[jnp.maximum(start[labels] - 1, 0)], 0)
+    first = start[labels]
+    rank = lax.iota(jnp.int32, n) - first + 1
+    cum = cumulative_count(hits)
+    before = jnp.where(first[None] > 0, jnp.take(cum, jnp.maximum(first - 1, 0), axis=1), 0)
     tp_cum = cum - before
-    precision = jnp.where(
-        valid[:, None], tp_cum.astype(jnp.float32) / rank.astype(jnp.float32)[:, None], 0.0
-    )
+    precision = tp_cum.astype(jnp.float32) / rank.astype(jnp.float32)[None]
+    precision = jnp.where(valid[None], precision, 0.0)
     is_end = jnp.concatenate([labels[1:] != labels[:-1], jnp.ones((1,), bool)])
-    envelope = suffix_max(precision.T, jnp.broadcast_to(is_end, precision.T.shape)).T
+    envelope = suffix_max(precision, jnp.broadcast_to(is_end[None], precision.shape))
     npos_f = npos.astype(jnp.float32)[:, None]
+    per_class = jax.vmap(lambda x: jax.ops.segment_sum(x, labels, num_segments=num_classes + 1))
     if interpolation == "all_point":
-        total = jax.ops.segment_sum(
-            jnp.where(tp > 0, envelope, 0.0), labels, num_segments=num_classes + 1
-        )[:num_classes]
+        total = per_class(jnp.where(hits > 0, envelope, 0.0))[:, :num_classes].T
         ap = safe_divide(total, npos_f, 0.0)
     else:
-        npos_of = jnp.concatenate([npos, jnp.zeros((1,), jnp.int32)])[labels][:, None]
+        npos_of = jnp.concatenate([npos, jnp.zeros((1,), jnp.int32)])[labels][None]
         values = []
         for tenth in range(11):
-            below = valid[:, None] & ~recall_reaches(tp_cum, npos_of, tenth)
-            first = jax.ops.segment_sum(
-                below.astype(jnp.int32), labels, num_segments=num_classes + 1
-            )[:num_classes]
-            reached = first < count[:num_classes, None]
-            index = jnp.minimum(start[:num_classes, None] + first, max(n - 1, 0))
-            picked = jnp.take_along_axis(envelope, index, axis=0) if n else first * 0.0
+            below = valid[None] & ~recall_reaches(tp_cum, npos_of, tenth)
+            first_reaching = per_class(below.astype(jnp.int32))[:, :num_classes].T  # [C, K]
+            reached = first_reaching < count[:num_classes, None]
+            index = jnp.minimum(start[:num_classes, None] + first_reaching, max(n - 1, 0))
+            picked = jnp.take_along_axis(envelope, index.T, axis=1).T if n else 0.0 * index
             values.append(jnp.where(reached, picked, 0.0))
         ap = sum(values[1:], values[0]) / 11.0
     return jnp.where(npos[:, None] > 0, ap, jnp.nan)

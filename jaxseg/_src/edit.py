@@ -71,7 +71,8 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
     # Derived from the data (not constants) so the carry varies like the inputs in shard_map.
     zeros = jnp.zeros((words,), jnp.uint32) | (text[0] & 0).astype(jnp.uint32)
     init = (zeros | _ALL_ONES, zeros, n_pattern.astype(jnp.int32))
-    _, _, score = lax.fori_loop(0, text.shape[-1], step, init)
+    # The trip count is the true text length: a batch stops after its longest sequence.
+    _, _, score = lax.fori_loop(0, n_text, step, init)
     return jnp.where(n_pattern == 0, n_text, score)
 
 

@@ -170,19 +170,18 @@ class Evaluator:
                 raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
             names = self._names_for(name, len(gt), start)
         videos = []
+        limit = self.num_classes or _INT32.max + 1
         for video, t, p in zip(names, gt, pred):
             t, p = video_array(video, "targets", t), video_array(video, "predictions", p)
             if len(t) != len(p):
                 raise ValueError(
                     f"{video}: targets have {len(t)} frames but predictions have {len(p)}."
                 )
+            if label_bound(t) >= limit or label_bound(p) >= limit:  # raises, naming the label
+                self._check_range(
+                    [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
+                )
             videos.append((video, t, p))
-        bounds = np.array([[label_bound(t), label_bound(p)] for _, t, p in videos], np.uint64)
-        limit = self.num_classes or _INT32.max + 1
-        for video, t, p in (videos[i] for i in np.flatnonzero(np.any(bounds >= limit, axis=1))):
-            self._check_range(
-                [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
-            )
         self._pending.extend(videos)
         self._pending_frames += sum(len(t) for _, t, _ in videos)
         if self._pending_frames >= _FLUSH_FRAMES:
@@ -223,7 +222,7 @@ class Evaluator:
         classes = self._grow_confusion(seen)
         confusion = _pooled_confusion(*pair_runs, num_classes=bucket(classes))
         confusion = jax.device_get(confusion)[:classes, :classes]
-        self._stats.append(jax.tree_util.tree_map(lambda x: np.asarray(x[:size]), stats))
+        self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], jax.device_get(stats)))
         self._confusion += confusion
         self._names.extend(names)
 

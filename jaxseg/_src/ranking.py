@@ -64,6 +64,43 @@ def descending_keys(scores: jax.Array) -> jax.Array:
     return ~ascending
 
 
+def unsigned_keys(keys: jax.Array) -> jax.Array:
+    """The int32 ``keys`` as uint32 with the same order (sign bit flipped)."""
+    return lax.bitcast_convert_type(keys, jnp.uint32) ^ jnp.uint32(0x80000000)
+
+
+def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
+    """Permutation sorting uint32 ``keys < 2**key_bits`` increasingly along the last axis,
+    ties in index order (a stable argsort), as ``int32[..., N]``.
+
+    XLA's CPU sort is several times faster on one uint32 operand than on a key/value pair, so
+    the index goes into the low ``b = bit_length(N - 1)`` bits of the sorted word. When key and
+    index do not fit in 32 bits, a first sort orders the top ``32 - b`` key bits with the
+    index and a second sorts (group of equal top bits, remaining ``d`` key bits, index) in
+    ``2b + d <= 32`` bits: together the exact stable order. Otherwise a key/value sort is used.
+    """
+    n = keys.shape[-1]
+    index_bits = max(1, (n - 1).bit_length())
+    index = lax.broadcasted_iota(jnp.uint32, keys.shape, keys.ndim - 1)
+    dropped = max(0, key_bits + index_bits - 32)  # key bits that do not fit next to the index
+    if 2 * index_bits + dropped > 32:
+        return lax.sort((keys, index.astype(jnp.int32)), num_keys=1, is_stable=True)[1]
+    low = jnp.uint32((1 << index_bits) - 1)
+    first = jnp.sort(((keys >> dropped) << index_bits) | index, axis=-1)
+    order = first & low
+    if dropped:
+        top = first >> index_bits
+        new = jnp.concatenate(
+            [jnp.ones_like(top[..., :1], bool), top[..., 1:] != top[..., :-1]], -1
+        )
+        group = (cumulative_count(new) - 1).astype(jnp.uint32)
+        rest = jnp.take_along_axis(keys, order.astype(jnp.int32), axis=-1)
+        rest = rest & jnp.uint32((1 << dropped) - 1)
+        second = (group << (dropped + index_bits)) | (rest << index_bits) | order
+        order = jnp.sort(second, axis=-1) & low
+    return order.astype(jnp.int32)
+
+
 def _tree_sum(x: jax.Array) -> jax.Array:
     """Sum over the last axis by pairwise halving (rounding error ~log2(N) ulps)."""
     n = x.shape[-1]
@@ -98,37 +135,35 @@ def suffix_max(values: jax.Array, segment_end: jax.Array | None = None) -> jax.A
     """Maximum of ``values[..., i:]`` along the last axis, restarting after each segment end.
 
     With ``segment_end`` (bool, same shape), the maximum at ``i`` stops at the first ``j >= i``
-    where ``segment_end[j]``. Blocks of 32 use log-step doubling; a ``lax.scan`` carries the
-    maximum across blocks (O(N) work, small program; ``lax.cummax`` is O(N^2) on CPU).
+    where ``segment_end[j]``. A ``lax.scan`` runs over the 32 positions of every block at once;
+    the block heads are combined by the same function, recursively (O(N) work in a few short
+    loops; ``lax.cummax`` is O(N^2) on CPU, and a log-step doubling chain gets fused with its
+    producer, which XLA then recomputes at every step).
     """
     n = values.shape[-1]
     if segment_end is None:
         segment_end = jnp.zeros(values.shape, bool)
-    block = min(32, 1 << max(0, (n - 1).bit_length()))
+    low = jnp.asarray(-jnp.inf, values.dtype)
+    block = max(1, min(32, n))
     num_blocks = -(-n // block)
     pad = [(0, 0)] * (values.ndim - 1) + [(0, num_blocks * block - n)]
-    low = jnp.asarray(-jnp.inf, values.dtype)
     v = jnp.pad(values, pad, constant_values=low).reshape(*values.shape[:-1], num_blocks, block)
     f = jnp.pad(segment_end, pad, constant_values=True).reshape(v.shape)
-    shift = 1
-    while shift < block:  # segmented doubling inside each block
-        v_ahead = jnp.concatenate([v[..., shift:], jnp.full(v[..., :shift].shape, low)], -1)
-        f_ahead = jnp.concatenate([f[..., shift:], jnp.zeros(f[..., :shift].shape, bool)], -1)
-        v = jnp.where(f, v, jnp.maximum(v, v_ahead))
-        f = f | f_ahead
-        shift *= 2
 
-    def carry_step(carry, block_head):  # carry: max from the next block's first element on
-        head_value, head_closed = block_head
-        out = jnp.where(head_closed, head_value, jnp.maximum(head_value, carry))
-        return out, carry
+    def step(after, entry):  # after: (maximum, segment ended) over the block's later entries
+        value, end = entry
+        out = (jnp.where(end, value, jnp.maximum(value, after[0])), end | after[1])
+        return out, out
 
-    heads = (jnp.moveaxis(v[..., 0], -1, 0), jnp.moveaxis(f[..., 0], -1, 0))
-    init = jnp.full(values.shape[:-1], low)
-    _, incoming = lax.scan(carry_step, init, heads, reverse=True)
-    incoming = jnp.moveaxis(incoming, 0, -1)[..., None]
-    out = jnp.where(f, v, jnp.maximum(v, incoming))
-    return out.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
+    init = (jnp.full(v.shape[:-1], low), jnp.zeros(v.shape[:-1], bool))
+    entries = (jnp.moveaxis(v, -1, 0), jnp.moveaxis(f, -1, 0))
+    _, (v, f) = lax.scan(step, init, entries, reverse=True)
+    v, f = jnp.moveaxis(v, 0, -1), jnp.moveaxis(f, 0, -1)
+    if num_blocks > 1:  # carry the maximum in from the following blocks
+        heads = suffix_max(v[..., 0], f[..., 0])
+        incoming = jnp.concatenate([heads[..., 1:], jnp.full(heads[..., :1].shape, low)], -1)
+        v = jnp.where(f, v, jnp.maximum(v, incoming[..., None]))
+    return v.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
 
 
 class _Ranked(NamedTuple):
@@ -140,7 +175,7 @@ class _Ranked(NamedTuple):
 
 
 def _rank_grouped(keys, positive, valid) -> _Ranked:
-    """Sorts rows by key; the order inside a group of ties is unspecified (only groups matter).
+    """Sorts rows by key; inside a group of tied scores the positives come last.
 
     Fast path: when every row's valid keys span < 2^31, key and label are packed into one
     uint32 and sorted as a single operand (several times faster on CPU than a key/value sort).
@@ -165,7 +200,7 @@ def _rank_grouped(keys, positive, valid) -> _Ranked:
 
     def general(_):
         invalid = (~valid).astype(jnp.int32)
-        _, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=2)
+        _, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
         return key.astype(jnp.uint32), pos
 
     key, pos = lax.cond(fits, packed, general, None)
@@ -197,6 +232,35 @@ def _group_end(ranked: _Ranked) -> jax.Array:
     return last[group].reshape(rows, n)
 
 
+_MAX_SHORT_RUN = 16
+
+
+def _positives_after(ranked: _Ranked) -> jax.Array:
+    """For each positive entry, the number of entries after it in its group of tied scores.
+
+    Positives come last in their group (see :func:`_rank_grouped`), so these are the entries
+    equal to it (same key, positive) that follow it: all positives. Runs of up to
+    ``_MAX_SHORT_RUN`` entries are measured by comparing with the next entries (a few fused
+    elementwise passes); longer runs fall back to :func:`_group_end`. Other entries: undefined.
+    """
+    n = ranked.key.shape[-1]
+    index = lax.broadcasted_iota(jnp.int32, ranked.key.shape, 1)
+
+    def same_as_ahead(shift):
+        ahead = [
+            jnp.pad(x[:, shift:], [(0, 0), (0, shift)], constant_values=fill)
+            for x, fill in ((ranked.key, 0), (ranked.positive, 0), (ranked.valid, False))
+        ]
+        return (ahead[0] == ranked.key) & (ahead[1] == ranked.positive) & ahead[2]
+
+    shifts = range(1, min(_MAX_SHORT_RUN, n - 1) + 1)
+    if not shifts:
+        return jnp.zeros_like(index)
+    run = sum(same_as_ahead(shift).astype(jnp.int32) for shift in shifts)
+    too_long = jnp.any(same_as_ahead(shifts[-1]) & (ranked.positive > 0))
+    return lax.cond(too_long, lambda: _group_end(ranked) - index, lambda: run)
+
+
 def _gather(x, index):
     n = x.shape[-1]
     return jnp.take_along_axis(x, jnp.minimum(index, n - 1), axis=-1)
@@ -204,9 +268,10 @@ def _gather(x, index):
 
 def _step_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
     """scikit-learn's AP: mean over positives of the precision at their group's threshold."""
-    tp = cumulative_count(ranked.positive)
-    end = _group_end(ranked)
-    precision = safe_divide(_gather(tp, end).astype(jnp.float32), (end + 1).astype(jnp.float32))
+    after = _positives_after(ranked)  # the group ends `after` entries later, all positive
+    tp_end = cumulative_count(ranked.positive) + after
+    seen = lax.broadcasted_iota(jnp.int32, after.shape, 1) + 1 + after
+    precision = safe_divide(tp_end.astype(jnp.float32), seen.astype(jnp.float32))
     total = _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0))
     return safe_divide(total, num_positives.astype(jnp.float32), jnp.nan)
 
@@ -214,9 +279,9 @@ def _step_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
 def _calibrated_ap_rows(ranked: _Ranked) -> jax.Array:
     """cAP: mean over positives of TP / (TP + FP / w) at their group's threshold."""
     tp = cumulative_count(ranked.positive)
-    end = _group_end(ranked)
-    tp_end = _gather(tp, end)
-    fp_end = end + 1 - tp_end
+    after = _positives_after(ranked)  # the group ends `after` entries later, all positive
+    tp_end = tp + after
+    fp_end = lax.broadcasted_iota(jnp.int32, tp.shape, 1) + 1 - tp
     num_pos = tp[..., -1:]
     num_neg = jnp.sum(ranked.valid, axis=-1, keepdims=True, dtype=jnp.int32) - num_pos
     weighted_tp = tp_end.astype(jnp.float32) * num_neg.astype(jnp.float32)

@@ -75,16 +75,22 @@ def compact(labels, mask):
     return packed, jnp.sum(mask, dtype=jnp.int32)
 
 
+def _mask_summary(mask):
+    """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
+    words = pack_bits(_pad_to_words(mask, False))
+    length = jnp.sum(popcount(words).astype(jnp.int32))
+    return length, jnp.all(words == _valid_words(length, words.shape[-1]))
+
+
 def compact_batch(arrays, mask):
     """Removes masked frames from each ``[..., T]`` array; returns ``(arrays, lengths)``.
 
     When every row's mask is a prefix (padding at the end, the usual case) the arrays are
     returned unchanged; otherwise the valid frames of each row are moved to its front.
     """
-    lengths = jnp.sum(mask, axis=-1, dtype=jnp.int32)
     if mask.shape[-1] == 0:
-        return tuple(arrays), lengths
-    is_prefix = jnp.all(mask == lengths_to_mask(lengths, mask.shape[-1]))
+        return tuple(arrays), jnp.zeros(mask.shape[:-1], jnp.int32)
+    lengths, is_prefix = lift(_mask_summary, (mask,), (1,))
 
     def compacted(arrays):
         def one(m, *xs):
@@ -92,7 +98,7 @@ def compact_batch(arrays, mask):
 
         return lift(one, (mask, *arrays), (1,) * (len(arrays) + 1))
 
-    return lax.cond(is_prefix, lambda a: tuple(a), compacted, tuple(arrays)), lengths
+    return lax.cond(jnp.all(is_prefix), lambda a: tuple(a), compacted, tuple(arrays)), lengths
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.loss_utils import logits_and_labels, probabilities
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.ranking import cumulative_count, stable_order
 
 _CLASSES = ("present", "all")
 
@@ -228,20 +229,35 @@ def generalized_dice_loss(logits, labels, *, mask=None, smooth=0.0, event_ndim=1
     return _lift_example(fn, logits, labels, mask, event_ndim, "all")
 
 
-def _cumsum(x):
-    """Prefix sum along the last axis (``lax.cumsum`` is quadratic on CPU in this JAX version)."""
-    return lax.associative_scan(jnp.add, x, axis=-1)
+_ONE_BITS = 0x3F800000  # float32 1.0: errors in [0, 1] have bit patterns in [0, 2**30)
+
+
+def _decreasing_order(errors):
+    """Stable argsort of ``errors`` (in [0, 1]) by decreasing value along the last axis.
+
+    float32 errors are ranked by their bit patterns (order-preserving for non-negative
+    floats) with integer sorts; other dtypes sort the negated errors.
+    """
+    if errors.dtype != jnp.float32:
+        index = lax.broadcasted_iota(jnp.int32, errors.shape, errors.ndim - 1)
+        return lax.sort((-errors, index), num_keys=1, is_stable=True)[1]
+    bits = jnp.clip(lax.bitcast_convert_type(errors, jnp.int32), 0, _ONE_BITS)
+    return stable_order((_ONE_BITS - bits).astype(jnp.uint32), key_bits=30)
 
 
 def _lovasz_per_class(errors, foreground):
     """Lovász extension of the Jaccard loss of each class: errors and foreground ``[C, F]``."""
-    negative, foreground = lax.sort((-errors, foreground), dimension=-1, num_keys=1)
-    total = jnp.sum(foreground, axis=-1, keepdims=True)
-    intersection = total - _cumsum(foreground)
-    union = total + _cumsum(1.0 - foreground)
+    order = _decreasing_order(errors)
+    errors = jnp.take_along_axis(errors, order, axis=-1)
+    foreground = jnp.take_along_axis(foreground, order, axis=-1) > 0
+    seen_foreground = cumulative_count(foreground)
+    seen = lax.broadcasted_iota(jnp.int32, foreground.shape, foreground.ndim - 1) + 1
+    total = seen_foreground[..., -1:]
+    intersection = (total - seen_foreground).astype(errors.dtype)
+    union = (total + seen - seen_foreground).astype(errors.dtype)
     jaccard = 1.0 - intersection / union  # union >= 1 everywhere
     weights = jnp.concatenate([jaccard[:, :1], jaccard[:, 1:] - jaccard[:, :-1]], axis=-1)
-    return -jnp.sum(negative * lax.stop_gradient(weights), axis=-1)
+    return jnp.sum(errors * lax.stop_gradient(weights), axis=-1)
 
 
 def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_ndim=1) -> jax.Array:
