@@ -361,6 +361,10 @@ BAD_INPUTS = {
         dict(gt=np.array([0, 1, 1], np.int16), pred=np.array([0, -128, 1], np.int16), name="n16"),
         r"n16: predictions hold a negative label \(-128\)",
     ),
+    "uint32 label beyond int32": (
+        dict(gt=np.array([0, 2**31], np.uint32), pred=np.array([0, 1], np.uint32), name="u32"),
+        r"u32: targets hold labels outside the int32 range",
+    ),
     "label >= num_classes": (
         dict(gt=[0, 1, 2], pred=[0, 3, 2], name="big"),
         r"big: predictions hold label 3, outside \[0, num_classes=3\)",

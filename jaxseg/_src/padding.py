@@ -10,6 +10,7 @@ import numpy as np
 
 _ALIGNMENT = 64
 _INT32 = np.iinfo(np.int32)
+_INT32_SAFE = {np.dtype(name) for name in ("int8", "int16", "int32", "uint8", "uint16")}
 
 
 def aligned_zeros(shape, dtype) -> np.ndarray:
@@ -54,8 +55,7 @@ def video_array(name: str, what: str, values) -> np.ndarray:
         isinstance(values, np.ndarray)
         and values.ndim == 1
         and values.size
-        and values.dtype.kind in "iu"
-        and values.dtype.itemsize <= 4
+        and values.dtype in _INT32_SAFE
     ):
         return values
     array = np.asarray(values)
@@ -73,7 +73,7 @@ def video_array(name: str, what: str, values) -> np.ndarray:
         raise ValueError(f"{name}: {what} must be one video of shape [T], got {array.shape}.")
     if array.size == 0:
         raise ValueError(f"{name}: {what} is empty (0 frames).")
-    if array.dtype.itemsize > 4 and (array.min() < _INT32.min or array.max() > _INT32.max):
+    if array.dtype.itemsize >= 4 and (array.min() < _INT32.min or array.max() > _INT32.max):
         raise ValueError(f"{name}: {what} hold labels outside the int32 range.")
     return array
 
