@@ -12,7 +12,7 @@ import numpy as np
 from jaxseg._src import checks
 from jaxseg._src.frame import count_pairs
 from jaxseg._src.numerics import popcount
-from jaxseg._src.padding import PaddedBuffers, bucket, label_bound, video_array
+from jaxseg._src.padding import PaddedBuffers, bucket, label_bound, round_up, video_array
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
@@ -312,7 +312,8 @@ class Evaluator:
 
     @staticmethod
     def _capacity(counts, minimum: int) -> int:
-        return bucket(int(np.max(counts)), minimum=minimum)
+        """A static capacity for the largest count: few sizes (compilations), <= 12.5% waste."""
+        return round_up(max(int(np.max(counts)), minimum), multiple=8)
 
     # -- results -------------------------------------------------------------------------
 
