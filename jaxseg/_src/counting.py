@@ -48,6 +48,27 @@ def merge(a: Count, b: Count) -> Count:
     return normalize(Count(a.high + b.high, a.low + b.low))
 
 
+def add_sums(counts, values) -> list[Count]:
+    """:func:`add_sum` of several counts at once, summing all their columns in one pass.
+
+    ``values[i]`` (non-negative int32, or bool) has shape ``batch + counts[i].shape``; the
+    leading ``batch`` dims (the same for all) are summed over.
+    """
+    shapes = [c.high.shape for c in counts]
+    sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+    columns = jnp.concatenate(
+        [jnp.reshape(jnp.asarray(v).astype(jnp.int32), (-1, n)) for v, n in zip(values, sizes)],
+        axis=1,
+    )
+    flat = Count(*(jnp.concatenate([jnp.ravel(c[i]) for c in counts]) for i in (0, 1)))
+    total = add_sum(flat, columns, axis=0)
+    bounds = np.cumsum([0, *sizes])
+    return [
+        Count(total.high[a:b].reshape(shape), total.low[a:b].reshape(shape))
+        for a, b, shape in zip(bounds[:-1], bounds[1:], shapes)
+    ]
+
+
 def to_float(count: Count) -> jax.Array:
     """The count as float32 (relative error <= 2**-24)."""
     return count.high.astype(jnp.float32) * float(1 << LOW_BITS) + count.low.astype(jnp.float32)

@@ -204,24 +204,25 @@ def segmentation(
         fixed = jnp.where(
             present & ~stats.overflow, jnp.round(score * EDIT_SCALE).astype(jnp.int32), 0
         )
-        batch_axes = tuple(range(stats.frames.ndim))
-        add = lambda count, values: counting.add_sum(count, values, axis=batch_axes)  # noqa: E731
         frame = state.frame
         if frames_acc is not None:
             frame = frames_acc.update(frame, targets, predictions, mask=mask)
-        return SegmentationState(
-            add(state.videos, present),
-            add(state.frames, stats.frames),
-            add(state.correct, stats.correct),
-            add(state.edit_sum, fixed),
-            add(state.target_segments, stats.target_segments),
-            add(state.predicted_segments, stats.predicted_segments),
-            add(state.tp, stats.tp),
-            add(state.fp, stats.fp),
-            add(state.fn, stats.fn),
-            add(state.overflow, stats.overflow),
-            frame,
+        counts = counting.add_sums(
+            state[:-1],
+            (
+                present,
+                stats.frames,
+                stats.correct,
+                fixed,
+                stats.target_segments,
+                stats.predicted_segments,
+                stats.tp,
+                stats.fp,
+                stats.fn,
+                stats.overflow,
+            ),
         )
+        return SegmentationState(*counts, frame)
 
     def compute(state):
         as_float = counting.to_float
