@@ -103,7 +103,8 @@ def main(axis_types) -> int:
         for name, acc in accumulators.items():
             for label, thunk in checks(name, acc, mesh, batch):
                 try:
-                    thunk()
+                    with jax.set_mesh(mesh):  # the mesh context Explicit axes require
+                        thunk()
                     print(f"ok: {label}")
                 except Exception as error:  # reported below, then exit status 1
                     failed.append(label)

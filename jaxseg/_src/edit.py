@@ -72,7 +72,8 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
     zeros = jnp.zeros((words,), jnp.uint32) | (text[0] & 0).astype(jnp.uint32)
     init = (zeros | _ALL_ONES, zeros, n_pattern.astype(jnp.int32))
     # The trip count is the true text length: a batch stops after its longest sequence.
-    _, _, score = lax.fori_loop(0, n_text, step, init)
+    # Both bounds come from the data, so the loop counter is batched like the inputs.
+    _, _, score = lax.fori_loop(n_text & 0, n_text, step, init)
     return jnp.where(n_pattern == 0, n_text, score)
 
 

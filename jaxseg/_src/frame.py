@@ -83,7 +83,10 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
     inside = (t >= 0) & (t < num_classes) & (p >= 0) & (p < num_classes)
     cell = jnp.where(inside, t * num_classes + p, num_classes * num_classes)
     matrix = jnp.zeros(num_classes * num_classes, jnp.int32)
-    matrix = matrix.at[cell.reshape(-1)].add(counts.reshape(-1), mode="drop")
+    # out_sharding: on an explicitly sharded batch the sum is replicated, like the matrix.
+    matrix = matrix.at[cell.reshape(-1)].add(
+        counts.reshape(-1), mode="drop", out_sharding=jax.typeof(matrix).sharding
+    )
     return matrix.reshape(num_classes, num_classes)
 
 

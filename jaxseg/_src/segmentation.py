@@ -12,7 +12,13 @@ from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
 from jaxseg._src.f1 import legacy_last_end, match_candidates, match_counts
 from jaxseg._src.numerics import popcount, safe_divide
-from jaxseg._src.segments import PairWords, compact_batch, pair_words, segments_from_words
+from jaxseg._src.segments import (
+    PairWords,
+    compact_batch,
+    full_lengths,
+    pair_words,
+    segments_from_words,
+)
 
 DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
 
@@ -199,7 +205,7 @@ def _prepare(
         legacy_asformer_end,
     )
     if mask is None:
-        lengths = jnp.full(targets.shape[:-1], targets.shape[-1], jnp.int32)
+        lengths = full_lengths(targets)
     else:
         (targets, predictions), lengths = compact_batch((targets, predictions), mask)
     return targets, predictions, lengths, static

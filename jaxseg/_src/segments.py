@@ -228,11 +228,23 @@ def _select_in_word(word, rank):
 
 
 def select_bits(words, capacity: int):
-    """Frame indices of the first ``capacity`` set bits of ``words`` and the total count."""
+    """Frame indices of the first ``capacity`` set bits of ``words`` and the total count.
+
+    The word holding the k-th bit is found by a branch-free binary search over the words'
+    running popcounts (``log2 W`` gathers), the bit inside it by :func:`_select_in_word`.
+    """
     counts = popcount(words).astype(jnp.int32)
     running = jnp.cumsum(counts)
-    k = jnp.arange(capacity, dtype=jnp.int32)
-    word = jnp.minimum(jnp.searchsorted(running, k, side="right"), words.shape[-1] - 1)
+    n_words = words.shape[-1]
+    # Derived from the data, so that k is batched (and sharded) like ``running`` under vmap.
+    k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
+    word = k & 0  # the number of words whose running count is <= k
+    step = 1 << (n_words.bit_length() - 1)
+    while step:
+        ahead = jnp.minimum(word + step, n_words)
+        word = jnp.where(running[ahead - 1] <= k, ahead, word)
+        step >>= 1
+    word = jnp.minimum(word, n_words - 1)
     rank = k - (running[word] - counts[word])
     frame = word * WORD_BITS + _select_in_word(words[word], rank)
     return frame, running[-1]
@@ -299,12 +311,17 @@ def count_of(labels, n, *, background: tuple[int, ...]):
 # Public functions.
 
 
+def full_lengths(labels):
+    """int32 ``[...]`` = T for labels ``[..., T]``, sharded like the labels' batch dims."""
+    return jnp.full_like(labels[..., 0], labels.shape[-1], dtype=jnp.int32)
+
+
 def prepare_labels(labels, mask, name="labels"):
     """Validates ``labels [..., T]`` and ``mask``; returns ``(labels, lengths)`` compacted."""
     labels = checks.as_int_labels(name, labels)
     mask = checks.as_mask(mask, labels.shape)
     if mask is None:
-        return labels, jnp.full(labels.shape[:-1], labels.shape[-1], jnp.int32)
+        return labels, full_lengths(labels)
     (labels,), lengths = compact_batch((labels,), mask)
     return labels, lengths
 
