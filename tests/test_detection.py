@@ -12,6 +12,7 @@ import pytest
 from conftest import golden_path
 
 from jaxseg import metrics as M
+from jaxseg._src import detection
 
 V, G, P, C = 16, 16, 64, 20  # padded table shape shared by every test (few compiles)
 
@@ -202,3 +203,16 @@ def test_errors_name_the_argument():
         M.detection_average_precision(gb, gl, pb, pl, ps, num_classes=3.0)
     with pytest.raises(ValueError, match="segments_a"):
         M.temporal_iou(np.zeros((2, 3)), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 3000])
+def test_class_then_score_order_is_a_stable_sort(n):
+    # The radix passes give the order of a stable sort by (label, decreasing score); scores
+    # tie often, -0.0 ties with 0.0, invalid predictions carry label num_classes.
+    rng = np.random.default_rng(n)
+    labels = rng.integers(0, 201, n).astype(np.int32)
+    scores = rng.choice(np.float32([0.0, -0.0, 1.0, 0.5, 1e-40, -2.0, np.inf]), n)
+    scores[: n // 2] = rng.random(n // 2).astype(np.float32)
+    got = jax.jit(lambda a, b: detection._class_then_score_order(a, b, 200))(labels, scores)
+    want = np.lexsort((np.arange(n), -scores.astype(np.float64) + 0.0, labels))
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -215,7 +215,13 @@ def test_lovasz_ranks_tied_and_close_errors_exactly(length):
     foreground = (rng.random((3, length)) < 0.3).astype(np.float32)
     order = jax.jit(soft_overlap._decreasing_order)(errors)
     np.testing.assert_array_equal(np.asarray(order), np.argsort(-errors, axis=-1, kind="stable"))
-    fn = jax.jit(jax.value_and_grad(lambda e, g: jnp.sum(soft_overlap._lovasz_per_class(e, g))))
+    foreground[2] = 0  # no foreground: the largest error, at its first index
+    errors[2, 7] = errors[2, 5] = errors[2].max()
+    fn = jax.jit(
+        jax.value_and_grad(
+            lambda e, g: jnp.sum(soft_overlap._lovasz_rows(e, g, jnp.any(g > 0, axis=-1)))
+        )
+    )
     value, grads = fn(errors, foreground)
     e64, g64 = errors.astype(np.float64), foreground.astype(np.float64)
     want = sum(lovasz_class(e64[c], g64[c]) for c in range(3))

@@ -219,6 +219,16 @@ def test_ap_signed_zero_is_one_tie():
     assert _ap_small([row])[0] == pytest.approx(0.5)
 
 
+def test_ap_ranks_subnormal_scores_above_zero():
+    # Compared by their bits: XLA's CPU code may flush subnormal floats to zero.
+    tiny = np.float32(1e-40)
+    rows = [
+        (np.array([1, 0]), np.array([tiny, 0.0], np.float32), np.ones(2, bool)),
+        (np.array([0, 1]), np.array([-tiny, -0.0], np.float32), np.ones(2, bool)),
+    ]
+    np.testing.assert_array_equal(_ap_small(rows), [1.0, 1.0])
+
+
 @pytest.mark.parametrize("ties", [False, True])
 def test_calibrated_ap_matches_reference(ties):
     targets, scores, _ = _random_rows(11 + ties, ties)
@@ -323,7 +333,7 @@ def test_ap_is_jittable_and_vmappable():
 # ---------------------------------------------------------------------------- sort helpers
 @pytest.mark.parametrize(
     "length, key_bits",
-    [(1, 32), (5, 32), (100, 32), (1024, 32), (1025, 32), (2048, 30), (2049, 30), (300, 8)],
+    [(1, 32), (5, 32), (100, 32), (1024, 32), (1025, 32), (2048, 30), (2049, 30), (70000, 8)],
 )
 def test_stable_order_is_numpys_stable_argsort(length, key_bits):
     # One pass (key and index fit in 32 bits), two passes (top bits, then group + rest) and
@@ -367,3 +377,20 @@ def test_suffix_max_restarts_at_segment_ends(length):
     np.testing.assert_array_equal(np.asarray(got), _suffix_max_reference(values, ends))
     plain = jax.jit(ranking.suffix_max)(values)
     np.testing.assert_array_equal(np.asarray(plain), _suffix_max_reference(values, ends & False))
+
+
+def test_ap_and_cap_with_pairs_of_tied_scores():
+    # Every score appears exactly twice (tied pairs: both positive, mixed, both negative), the
+    # one-comparison case of the tie handling; triples and more are covered by ties=True above.
+    rng = np.random.default_rng(12)
+    scores = rng.permuted(np.repeat(rng.random((R_ROWS, R_N // 2)), 2, axis=1), axis=1)
+    scores = scores.astype(np.float32)
+    targets = rng.random((R_ROWS, R_N)) < rng.uniform(0.2, 0.8, (R_ROWS, 1))
+    mask = np.ones((R_ROWS, R_N), bool)
+    npos = targets.sum(-1).astype(np.int32)
+    got = np.asarray(_ap(targets, scores, mask, npos, "step"))
+    _, cap = _online(targets.T[None], scores.T[None], np.ones((1, R_N), bool), (), ())
+    for r in range(R_ROWS):
+        sk = skm.average_precision_score(targets[r], scores[r])
+        assert abs(got[r] - sk) <= 1e-6 and abs(got[r] - ref.step_ap(targets[r], scores[r])) <= 1e-6
+        assert abs(float(cap.per_class[0, r]) - ref.calibrated_ap(targets[r], scores[r])) <= 1e-6

@@ -171,6 +171,39 @@ def match_detections(
     )
 
 
+def _class_then_score_order(labels, scores, num_classes):
+    """Stable order of flat predictions by (label, decreasing score), ``int32[N]``.
+
+    A least-significant-digit radix sort: each pass sorts one uint32 word holding a digit of
+    the (label, score key) pair above the entry's current position, so it is stable, and
+    XLA's CPU sort of one uint32 operand is several times faster than a key/value sort. Four
+    passes or fewer (up to 2**24 predictions); beyond, a multi-operand sort.
+    """
+    n = labels.shape[0]
+    index_bits = max(1, (n - 1).bit_length())
+    digit_bits = 32 - index_bits
+    key_bits = 32 + max(1, num_classes.bit_length())  # labels lie in [0, num_classes]
+    keys = descending_keys(scores)
+    if 4 * digit_bits < key_bits:
+        iota = lax.iota(jnp.int32, n)
+        return lax.sort((labels, keys, iota), num_keys=2, is_stable=True)[2]
+    keys, labels = unsigned_keys(keys), labels.astype(jnp.uint32)
+    position = lax.iota(jnp.uint32, n)
+    order = lax.iota(jnp.int32, n)
+    for shift in range(0, key_bits, digit_bits):
+        key, label = keys[order], labels[order]
+        if shift >= 32:
+            digit = label >> (shift - 32)
+        elif shift + digit_bits > 32:
+            digit = (key >> shift) | (label << (32 - shift))
+        else:
+            digit = key >> shift
+        word = ((digit & jnp.uint32((1 << digit_bits) - 1)) << index_bits) | position
+        moved = jnp.sort(word) & jnp.uint32((1 << index_bits) - 1)
+        order = order[moved.astype(jnp.int32)]
+    return order
+
+
 def class_average_precision(matches: Matches, *, num_classes, interpolation) -> jax.Array:
     """AP ``[C, K]`` from matched predictions; NaN for classes without ground truth.
 
@@ -179,9 +212,7 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
     """
     labels, scores, tp, npos = matches
     n = labels.shape[0]
-    order = lax.sort(
-        (labels, descending_keys(scores), lax.iota(jnp.int32, n)), num_keys=2, is_stable=True
-    )[2]
+    order = _class_then_score_order(labels, scores, num_classes)
     labels = labels[order]
     hits = jnp.take(tp.T, order, axis=1).astype(jnp.int32)  # [K, N]
     valid = labels < num_classes

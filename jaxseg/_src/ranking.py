@@ -56,10 +56,12 @@ class PrecisionRecallCurve(NamedTuple):
 def descending_keys(scores: jax.Array) -> jax.Array:
     """int32 keys whose ascending order is the decreasing order of float32 ``scores``.
 
-    ``-0.0`` and ``0.0`` get the same key; NaN is not supported (precondition).
+    ``-0.0`` and ``0.0`` get the same key; subnormal scores keep their order (the bits are
+    compared, not the floats, which XLA's CPU code may flush to zero). NaN is not supported
+    (precondition).
     """
-    scores = jnp.where(scores == 0, jnp.zeros_like(scores), scores).astype(jnp.float32)
-    bits = lax.bitcast_convert_type(scores, jnp.int32)
+    bits = lax.bitcast_convert_type(scores.astype(jnp.float32), jnp.int32)
+    bits = jnp.where(bits == jnp.iinfo(jnp.int32).min, 0, bits)  # -0.0 -> 0.0
     ascending = jnp.where(bits < 0, bits ^ jnp.int32(0x7FFFFFFF), bits)
     return ~ascending
 
@@ -70,8 +72,7 @@ def unsigned_keys(keys: jax.Array) -> jax.Array:
 
 
 def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
-    """Permutation sorting uint32 ``keys < 2**key_bits`` increasingly along the last axis,
-    ties in index order (a stable argsort), as ``int32[..., N]``.
+    """Stable argsort of uint32 ``keys < 2**key_bits`` along the last axis: ``int32[..., N]``.
 
     XLA's CPU sort is several times faster on one uint32 operand than on a key/value pair, so
     the index goes into the low ``b = bit_length(N - 1)`` bits of the sorted word. When key and
@@ -83,17 +84,15 @@ def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
     index_bits = max(1, (n - 1).bit_length())
     index = lax.broadcasted_iota(jnp.uint32, keys.shape, keys.ndim - 1)
     dropped = max(0, key_bits + index_bits - 32)  # key bits that do not fit next to the index
-    if 2 * index_bits + dropped > 32:
+    if dropped and 2 * index_bits + dropped > 32:
         return lax.sort((keys, index.astype(jnp.int32)), num_keys=1, is_stable=True)[1]
     low = jnp.uint32((1 << index_bits) - 1)
     first = jnp.sort(((keys >> dropped) << index_bits) | index, axis=-1)
     order = first & low
     if dropped:
         top = first >> index_bits
-        new = jnp.concatenate(
-            [jnp.ones_like(top[..., :1], bool), top[..., 1:] != top[..., :-1]], -1
-        )
-        group = (cumulative_count(new) - 1).astype(jnp.uint32)
+        before = jnp.pad(top[..., :-1], [(0, 0)] * (top.ndim - 1) + [(1, 0)])
+        group = (cumulative_count((top != before) | (index == 0)) - 1).astype(jnp.uint32)
         rest = jnp.take_along_axis(keys, order.astype(jnp.int32), axis=-1)
         rest = rest & jnp.uint32((1 << dropped) - 1)
         second = (group << (dropped + index_bits)) | (rest << index_bits) | order
@@ -186,26 +185,23 @@ def _rank_grouped(keys, positive, valid) -> _Ranked:
     lo = jnp.min(jnp.where(valid, keys, big), axis=-1, keepdims=True)
     hi = jnp.max(jnp.where(valid, keys, small), axis=-1, keepdims=True)
     span = hi.astype(jnp.uint32) - lo.astype(jnp.uint32)
-    span = jnp.where(jnp.any(valid, axis=-1, keepdims=True), span, jnp.uint32(0))
-    fits = jnp.all(span <= jnp.uint32((1 << 31) - 2))
-    n_valid = jnp.sum(valid, axis=-1, keepdims=True, dtype=jnp.int32)
-    sorted_valid = lax.broadcasted_iota(jnp.int32, keys.shape, keys.ndim - 1) < n_valid
+    fits = jnp.all((lo > hi) | (span <= jnp.uint32((1 << 31) - 2)))  # lo > hi: no valid key
 
-    def packed(_):
+    # Validity is read back from the sorted rows rather than counted from ``valid``: with
+    # ``mask=None`` that is a constant, and XLA spends seconds constant-folding its reductions.
+    def packed():
         rel = keys.astype(jnp.uint32) - lo.astype(jnp.uint32)
-        word = (rel << 1) | positive.astype(jnp.uint32)
-        word = jnp.where(valid, word, jnp.uint32(_SENTINEL))
-        word = jnp.sort(word, axis=-1)
-        return word >> 1, (word & 1).astype(jnp.int32)
+        word = (rel << 1) | positive.astype(jnp.uint32)  # < _SENTINEL for valid entries
+        word = jnp.sort(jnp.where(valid, word, jnp.uint32(_SENTINEL)), axis=-1)
+        return word >> 1, (word & 1).astype(jnp.int32), word != jnp.uint32(_SENTINEL)
 
-    def general(_):
+    def general():
         invalid = (~valid).astype(jnp.int32)
-        _, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
-        return key.astype(jnp.uint32), pos
+        inv, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
+        return key.astype(jnp.uint32), pos, inv == 0
 
-    key, pos = lax.cond(fits, packed, general, None)
-    pos = jnp.where(sorted_valid, pos, 0)
-    return _Ranked(key, pos, sorted_valid)
+    key, pos, sorted_valid = lax.cond(fits, packed, general)
+    return _Ranked(key, jnp.where(sorted_valid, pos, 0), sorted_valid)
 
 
 def _rank_stable(keys, positive, valid) -> _Ranked:
@@ -232,33 +228,25 @@ def _group_end(ranked: _Ranked) -> jax.Array:
     return last[group].reshape(rows, n)
 
 
-_MAX_SHORT_RUN = 16
-
-
 def _positives_after(ranked: _Ranked) -> jax.Array:
     """For each positive entry, the number of entries after it in its group of tied scores.
 
-    Positives come last in their group (see :func:`_rank_grouped`), so these are the entries
-    equal to it (same key, positive) that follow it: all positives. Runs of up to
-    ``_MAX_SHORT_RUN`` entries are measured by comparing with the next entries (a few fused
-    elementwise passes); longer runs fall back to :func:`_group_end`. Other entries: undefined.
+    Positives come last in their group (see :func:`_rank_grouped`), so these entries are the
+    positives tied with it that follow it. The common case, at most two tied positives, takes
+    one comparison with the next entry; a longer run falls back to :func:`_group_end`.
+    Other entries: undefined.
     """
-    n = ranked.key.shape[-1]
     index = lax.broadcasted_iota(jnp.int32, ranked.key.shape, 1)
 
-    def same_as_ahead(shift):
-        ahead = [
-            jnp.pad(x[:, shift:], [(0, 0), (0, shift)], constant_values=fill)
-            for x, fill in ((ranked.key, 0), (ranked.positive, 0), (ranked.valid, False))
-        ]
-        return (ahead[0] == ranked.key) & (ahead[1] == ranked.positive) & ahead[2]
+    def next_entry(x, fill):
+        return jnp.pad(x[:, 1:], [(0, 0), (0, 1)], constant_values=fill)
 
-    shifts = range(1, min(_MAX_SHORT_RUN, n - 1) + 1)
-    if not shifts:
-        return jnp.zeros_like(index)
-    run = sum(same_as_ahead(shift).astype(jnp.int32) for shift in shifts)
-    too_long = jnp.any(same_as_ahead(shifts[-1]) & (ranked.positive > 0))
-    return lax.cond(too_long, lambda: _group_end(ranked) - index, lambda: run)
+    tied = (next_entry(ranked.key, 0) == ranked.key) & next_entry(ranked.valid, False)
+    tied_positives = tied & (ranked.positive > 0) & (next_entry(ranked.positive, 0) > 0)
+    longer = jnp.any(tied_positives & next_entry(tied_positives, False))
+    return lax.cond(
+        longer, lambda: _group_end(ranked) - index, lambda: tied_positives.astype(jnp.int32)
+    )
 
 
 def _gather(x, index):
@@ -513,27 +501,29 @@ def _per_class(targets, scores, mask, background, ambiguous):
     valid = jnp.ones(targets.shape[:-1], bool) if mask is None else mask
     if ambiguous:
         valid = valid & ~jnp.any(targets[..., list(ambiguous)], axis=-1)
-    scored = jnp.asarray([c not in background + ambiguous for c in range(num_classes)])
+    scored = tuple(c for c in range(num_classes) if c not in background + ambiguous)
     return targets, scores, valid, scored
 
 
-def _class_scores(values, scored):
-    per_class = jnp.where(scored, values, jnp.nan)
+def _class_scores(per_class):
     defined = ~jnp.isnan(per_class)
     total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=-1)
     count = jnp.sum(defined, axis=-1, dtype=jnp.int32)
     return ClassScores(per_class, safe_divide(total, count.astype(jnp.float32), jnp.nan))
 
 
-def _over_classes(row_fn, targets, scores, valid):
-    """Applies ``row_fn`` to every class column; returns ``[..., C]``."""
-    shape = targets.shape
-    n, num_classes = shape[-2], shape[-1]
-    rows = math.prod(shape[:-2]) * num_classes
-    to_rows = lambda x: jnp.swapaxes(x, -1, -2).reshape(rows, n)  # noqa: E731
-    valid_rows = jnp.broadcast_to(valid[..., None], shape)
-    out = row_fn(to_rows(targets), to_rows(scores), to_rows(valid_rows))
-    return out.reshape(*shape[:-2], num_classes)
+def _over_classes(row_fn, targets, scores, valid, scored):
+    """Applies ``row_fn`` to the class columns ``scored``; returns ``[..., C]``, NaN elsewhere."""
+    *batch, n, num_classes = targets.shape
+    out = jnp.full((*batch, num_classes), jnp.nan, jnp.float32)
+    if not scored:
+        return out
+    columns = list(scored)
+    rows = math.prod(batch) * len(columns)
+    to_rows = lambda x: jnp.swapaxes(x[..., columns], -1, -2).reshape(rows, n)  # noqa: E731
+    valid_rows = jnp.broadcast_to(valid[..., None], (*batch, n, len(columns)))
+    values = row_fn(to_rows(targets), to_rows(scores), to_rows(valid_rows))
+    return out.at[..., columns].set(values.reshape(*batch, len(columns)))
 
 
 def mean_average_precision(
@@ -576,7 +566,7 @@ def mean_average_precision(
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
     targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
     row_fn = lambda t, s, v: ap_rows(t, s, v, interpolation=interpolation)  # noqa: E731
-    return _class_scores(_over_classes(row_fn, targets, scores, valid), scored)
+    return _class_scores(_over_classes(row_fn, targets, scores, valid, scored))
 
 
 def calibrated_average_precision(
@@ -617,7 +607,7 @@ def calibrated_average_precision(
     Note: LSTR orders tied scores arbitrarily (unstable argsort); here ties are grouped.
     """
     targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
-    return _class_scores(_over_classes(cap_rows, targets, scores, valid), scored)
+    return _class_scores(_over_classes(cap_rows, targets, scores, valid, scored))
 
 
 def top_k_accuracy(

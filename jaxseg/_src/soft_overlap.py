@@ -245,10 +245,13 @@ def _decreasing_order(errors):
     return stable_order((_ONE_BITS - bits).astype(jnp.uint32), key_bits=30)
 
 
-def _lovasz_per_class(errors, foreground):
-    """Lovász extension of the Jaccard loss of each class: errors and foreground ``[C, F]``."""
+def _lovasz_weights(errors, foreground):
+    """Order and weights of the Lovász extension of the Jaccard loss of rows ``[R, F]``.
+
+    ``order`` ranks the errors decreasingly (stable); ``weights[k]`` is the increment of the
+    Jaccard loss when the ``k``-th of them joins the mispredicted set. Integer counts, exact.
+    """
     order = _decreasing_order(errors)
-    errors = jnp.take_along_axis(errors, order, axis=-1)
     foreground = jnp.take_along_axis(foreground, order, axis=-1) > 0
     seen_foreground = cumulative_count(foreground)
     seen = lax.broadcasted_iota(jnp.int32, foreground.shape, foreground.ndim - 1) + 1
@@ -256,8 +259,40 @@ def _lovasz_per_class(errors, foreground):
     intersection = (total - seen_foreground).astype(errors.dtype)
     union = (total + seen - seen_foreground).astype(errors.dtype)
     jaccard = 1.0 - intersection / union  # union >= 1 everywhere
-    weights = jnp.concatenate([jaccard[:, :1], jaccard[:, 1:] - jaccard[:, :-1]], axis=-1)
-    return jnp.sum(errors * lax.stop_gradient(weights), axis=-1)
+    weights = jnp.concatenate([jaccard[..., :1], jnp.diff(jaccard, axis=-1)], axis=-1)
+    return order, weights
+
+
+def _lovasz_rows(errors, foreground, present):
+    """Lovász loss of every row ``[R, F]``; only the rows with foreground are ranked.
+
+    Without foreground the Jaccard loss of every non-empty prefix is 1, so the loss is the
+    largest error (taken at its first index, like the stable order). The rows with foreground
+    are ranked in the smallest of ``R/4``, ``R/2`` or ``R`` rows that holds them (a
+    ``lax.switch`` without gradient; under ``vmap`` every branch runs).
+    """
+    rows, frames = errors.shape
+    if frames == 0:
+        return jnp.zeros((rows,), errors.dtype)
+    fixed = lax.stop_gradient(errors)
+
+    def ranked(capacity):
+        index = jnp.nonzero(present, size=capacity, fill_value=rows)[0]
+        picked = (
+            jnp.take(x, index, axis=0, mode="fill", fill_value=0) for x in (fixed, foreground)
+        )
+        order, weights = _lovasz_weights(*picked)
+        full_order = jnp.zeros((rows, frames), jnp.int32).at[index].set(order, mode="drop")
+        return full_order, jnp.zeros_like(fixed).at[index].set(weights, mode="drop")
+
+    capacities = sorted({-(-rows // 4), -(-rows // 2), rows})
+    count = jnp.sum(present, dtype=jnp.int32)
+    branch = sum((count > c).astype(jnp.int32) for c in capacities[:-1])
+    order, weights = lax.switch(branch, [lambda c=c: ranked(c) for c in capacities])
+    ranked_loss = jnp.sum(jnp.take_along_axis(errors, order, axis=-1) * weights, axis=-1)
+    first_max = jnp.argmax(fixed, axis=-1)[:, None]
+    largest = jnp.take_along_axis(errors, first_max, axis=-1)[:, 0]
+    return jnp.where(present, ranked_loss, largest)
 
 
 def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_ndim=1) -> jax.Array:
@@ -292,12 +327,16 @@ def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_n
       (bermanmaxim/LovaszSoftmax).
     """
 
-    def fn(probs, onehot):
-        errors = jnp.abs(onehot - probs)
-        per_class = _lovasz_per_class(errors.T, onehot.T)
-        return _class_mean(per_class, jnp.sum(onehot, axis=0) > 0, classes)
+    def rows(probs, onehot):
+        return jnp.abs(onehot - probs).T, onehot.T
 
-    return _lift_example(fn, logits, labels, mask, event_ndim, classes)
+    errors, foreground = _lift_example(rows, logits, labels, mask, event_ndim, classes)
+    *batch, num_classes, frames = errors.shape
+    present = jnp.any(foreground > 0, axis=-1)
+    per_class = _lovasz_rows(
+        errors.reshape(-1, frames), foreground.reshape(-1, frames), present.reshape(-1)
+    )
+    return _class_mean(per_class.reshape(*batch, num_classes), present, classes)
 
 
 for _fn in (
