@@ -133,6 +133,13 @@ def _matches(target, prediction, tau):
     return tp, fp, len(t_names) - tp
 
 
+def _dataset_numbers(correct, total, edit_sum, videos, counts):
+    """Accuracy, mean edit and F1@tau from summed counts (``counts [K, 3]``: tp, fp, fn)."""
+    tp, fp, fn = counts.T
+    f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
+    return correct / total, edit_sum / videos, f1
+
+
 def baseline(targets, predictions, background=(), overlaps=(0.1, 0.25, 0.5)):
     """Dataset accuracy, edit and F1@tau with per-video Python loops (fractions)."""
     correct = total = 0
@@ -147,9 +154,7 @@ def baseline(targets, predictions, background=(), overlaps=(0.1, 0.25, 0.5)):
         edit += 1.0 - _levenshtein(ps[0], ts[0]) / longest if longest else 1.0
         for k, tau in enumerate(overlaps):
             counts[k] += _matches(ts, ps, tau)
-    tp, fp, fn = counts.T
-    f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
-    return correct / total, edit / len(targets), f1
+    return _dataset_numbers(correct, total, edit, len(targets), counts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,6 +239,4 @@ def reference_style_baseline(targets, predictions, background=(), overlaps=(0.1,
         edit += _edit_of(p, t, background)
         for k, tau in enumerate(overlaps):
             counts[k] += _f_score_of(p, t, tau, background)
-    tp, fp, fn = counts.T
-    f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
-    return correct / total, edit / len(targets), f1
+    return _dataset_numbers(correct, total, edit, len(targets), counts)
