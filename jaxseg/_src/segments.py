@@ -66,15 +66,6 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
 # Masks: removing invalid frames.
 
 
-def compact(labels, mask):
-    """Moves the valid frames of one sequence to the front; returns ``(labels, n_valid)``."""
-    T = labels.shape[-1]
-    position = jnp.cumsum(mask, dtype=jnp.int32) - 1
-    target = jnp.where(mask, position, T)
-    packed = jnp.zeros_like(labels).at[target].set(labels, mode="drop")
-    return packed, jnp.sum(mask, dtype=jnp.int32)
-
-
 def _mask_summary(mask):
     """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
     words = pack_bits(_pad_to_words(mask, False))
@@ -93,10 +84,12 @@ def compact_batch(arrays, mask):
     lengths, is_prefix = lift(_mask_summary, (mask,), (1,))
 
     def compacted(arrays):
-        def one(m, *xs):
-            return tuple(compact(x, m)[0] for x in xs)
-
-        return lift(one, (mask, *arrays), (1,) * (len(arrays) + 1))
+        # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
+        # batched scatter it needs no [B*T, 2] index arrays: with them the program's scratch
+        # memory grows so large that every call, even one taking the other branch, pays fresh
+        # page faults for it (2-3x slower at 256 x 6000).
+        key = (~mask).astype(jnp.int8)
+        return tuple(lax.sort((key, *arrays), dimension=mask.ndim - 1, num_keys=1)[1:])
 
     return lax.cond(jnp.all(is_prefix), lambda a: tuple(a), compacted, tuple(arrays)), lengths
 
@@ -313,7 +306,7 @@ def count_of(labels, n, *, background: tuple[int, ...]):
 
 def full_lengths(labels):
     """int32 ``[...]`` = T for labels ``[..., T]``, sharded like the labels' batch dims."""
-    return jnp.full_like(labels[..., 0], labels.shape[-1], dtype=jnp.int32)
+    return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1) + labels.shape[-1]
 
 
 def prepare_labels(labels, mask, name="labels"):
