@@ -8,9 +8,10 @@ twice: a cold pass, which includes the compilations it triggers, and a warm pass
 ``--repeats``) once every shape it needs has been compiled. Before timing, the numbers are
 checked against the baseline (1e-9).
 
-The jitted ``jaxseg.streaming.segmentation(...).update`` is timed on a padded batch with static
-capacities, each call taking the previous state as an eval loop does (compilation excluded, best
-of ``max(--repeats, 10)``); frames/second counts padded frames.
+The jitted ``jaxseg.streaming.segmentation(...).update`` is timed on padded batches of the first
+16, 64 and 256 videos with static capacities, each call taking the previous state as an eval
+loop does (compilation excluded, best of ``max(--repeats, 10)``); frames/second counts padded
+frames.
 
 Run: ``python benchmarks/streaming.py [--repeats N] [--quick]``.
 """
@@ -160,9 +161,10 @@ def main():
     targets, predictions = breakfast_like(videos=videos)
     frames = sum(len(t) for t in targets)
     print(f"Breakfast-shaped set: {len(targets)} videos, {frames} frames, 48 classes")
-    run_update(
-        targets, predictions, repeats, batch=64, max_target_segments=32, max_predicted_segments=128
-    )
+    for batch in (16, 64, 256):  # the first `batch` videos; 64 is the reference row
+        run_update(
+            targets, predictions, repeats, batch, max_target_segments=32, max_predicted_segments=128
+        )
     print("\nEvaluator vs the per-video baselines (same videos, same run; warm ratios)")
     run_evaluator(targets, predictions, repeats, batch=64, per_call_videos=args.per_call_videos)
 
