@@ -9,7 +9,7 @@ twice: a cold pass, which includes the compilations it triggers, and a warm pass
 checked against the baseline (1e-9).
 
 The jitted ``jaxseg.streaming.segmentation(...).update`` is timed on padded batches of the first
-16, 64 and 256 videos with static capacities, each call taking the previous state as an eval
+16, 64, 256 and 512 videos with static capacities, each call taking the previous state as an eval
 loop does (compilation excluded, best of ``max(--repeats, 10)``); frames/second counts padded
 frames.
 
@@ -161,7 +161,7 @@ def main():
     targets, predictions = breakfast_like(videos=videos)
     frames = sum(len(t) for t in targets)
     print(f"Breakfast-shaped set: {len(targets)} videos, {frames} frames, 48 classes")
-    for batch in (16, 64, 256):  # the first `batch` videos; 64 is the reference row
+    for batch in (b for b in (16, 64, 256, 512) if b <= len(targets)):  # 64: the reference
         run_update(
             targets, predictions, repeats, batch, max_target_segments=32, max_predicted_segments=128
         )
