@@ -447,3 +447,38 @@ def test_bad_input_raises_and_changes_nothing(case):
         ev.add(gt, pred, **kwargs)
     assert_same_results(ev.get(), before)
     assert ev.per_video() == per_video
+
+
+@pytest.mark.parametrize("background", [(0,), (0, 3), (6,)])
+@pytest.mark.parametrize("num_classes", [None, 8])
+def test_class_accuracy_counts_background_frames(background, num_classes):
+    # Background frames are in no segment table; their class counts come from the frame pass.
+    rng = np.random.default_rng(len(background) + (num_classes or 0))
+    videos = [
+        (rng.integers(0, 7, size=n).astype(np.int32), rng.integers(0, 7, size=n).astype(np.int32))
+        for n in (5, 17, 30, 9)
+    ]
+    videos.append((np.full(6, background[0], np.int32), np.full(6, background[-1], np.int32)))
+    lengths = np.array([len(t) for t, _ in videos])
+    y, p = padded(videos)
+    as_lists, as_padded = Evaluator(num_classes, background), Evaluator(num_classes, background)
+    as_lists.add([t for t, _ in videos], [q for _, q in videos])
+    as_padded.add(y, p, lengths=lengths)
+    all_y = np.concatenate([t for t, _ in videos])
+    all_p = np.concatenate([q for _, q in videos])
+    expected = ref.class_accuracy(
+        all_y, all_p, num_classes or int(max(all_y.max(), all_p.max())) + 1
+    )
+    for ev in (as_lists, as_padded):
+        np.testing.assert_allclose(ev.get()["class_accuracy"], expected, rtol=0, atol=1e-12)
+
+
+def test_background_only_labels_set_the_inferred_class_count():
+    ev = Evaluator(background=(9,))
+    ev.add([9, 9, 1], [9, 1, 1])
+    expected = ref.class_accuracy([9, 9, 1], [9, 1, 1], 10)
+    np.testing.assert_allclose(ev.get()["class_accuracy"], expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="outside"):
+        Evaluator(num_classes=5, background=(9,)).add(
+            np.array([[9, 9, 1]]), np.array([[1, 1, 1]]), lengths=[3]
+        )

@@ -80,11 +80,12 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
 def levenshtein(target, n_target, prediction, n_prediction):
     """Unit-cost Levenshtein distance between two padded label sequences (int32 scalar).
 
-    The shorter (static) capacity is the bit pattern; the distance is symmetric.
+    The distance is symmetric: the table of larger (static) capacity is the bit pattern and
+    the other is the text, so the sequential loop runs over the shorter one.
     """
     n_target = jnp.minimum(n_target, target.shape[-1]).astype(jnp.int32)
     n_prediction = jnp.minimum(n_prediction, prediction.shape[-1]).astype(jnp.int32)
-    if target.shape[-1] > prediction.shape[-1]:
+    if target.shape[-1] < prediction.shape[-1]:
         return _levenshtein_bits(prediction, n_prediction, target, n_target)
     return _levenshtein_bits(target, n_target, prediction, n_prediction)
 

@@ -10,19 +10,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks
-from jaxseg._src.frame import count_pairs
+from jaxseg._src.f1 import Candidates, candidate_overlaps
 from jaxseg._src.numerics import popcount
 from jaxseg._src.padding import PaddedBuffers, bucket, label_bound, round_up, video_array
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
     static_arguments,
-    statistics_from_words,
+    statistics_from_tables,
+    tables_from_words,
 )
-from jaxseg._src.segments import pair_words, select_runs
+from jaxseg._src.segments import Segments, background_tallies, pair_words
 from jaxseg._src.stats_segmentation import segmentation_intervals
 
-_BIT_PARALLEL_CAPACITY = 32
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 
@@ -30,54 +30,63 @@ _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 @functools.partial(jax.jit, static_argnames="background")
 def _survey(targets, predictions, lengths, *, background):
     """Phase 1: boundary words (kept on the device) and, for the host, the numbers of target
-    segments, predicted segments, candidate matches and runs of the label pair of every video
-    (to choose static capacities)."""
+    segments, predicted segments and candidate matches of every video (to choose static
+    capacities) and the frame counts of each background label."""
     words = jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
     total = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
     sizes = jnp.stack(
-        [
-            total(words.target.starts),
-            total(words.prediction.starts),
-            total(words.matches),
-            total(words.joint),
-        ]
+        [total(words.target.starts), total(words.prediction.starts), total(words.matches)]
     )
-    return words, sizes
+    tallies = jax.vmap(background_tallies, in_axes=(0, 0, 0, None))(
+        targets, predictions, lengths, background
+    )
+    return words, sizes, tallies
 
 
-def _joint_runs(t, p, n, joint, capacity):
-    """The runs of the label pair of one video: (target label, predicted label, length)."""
-    starts, ends, count = select_runs(joint, n, capacity)
-    in_use = jnp.arange(capacity) < count
-    first = jnp.minimum(starts, t.shape[-1] - 1)
-    return in_use, t[first], p[first], jnp.where(in_use, ends - starts, 0)
+def _class_tallies(target: Segments, prediction: Segments, candidates: Candidates):
+    """Entries of the class counts of one video: ``(label, frames)`` of every target and
+    predicted segment, and of every same-label overlap (the correctly predicted frames)."""
+    overlapping, inter, _ = candidate_overlaps(target, prediction, candidates)
+    return (
+        (target.labels, target.ends - target.starts),
+        (prediction.labels, prediction.ends - prediction.starts),
+        (jnp.where(overlapping, target.labels[candidates.other], -1), inter),
+    )
 
 
-def _video_measure(t, p, n, words, *, static, joint_capacity):
-    """Phase 2 for one video: statistics, and confusion-matrix entries from the pair's runs."""
-    stats = statistics_from_words(t, p, n, words, **static)
-    in_use, pair_t, pair_p, length = _joint_runs(t, p, n, words.joint, joint_capacity)
-    # Every frame lies in some run of the pair: the label range costs no frame pass.
+def _label_range(target: Segments, prediction: Segments):
+    """``[4]``: smallest target and predicted segment label, then the largest ones."""
     big = jnp.iinfo(jnp.int32).max
-    label_range = jnp.stack(
-        [
-            jnp.min(jnp.where(in_use, pair_t, big)),
-            jnp.min(jnp.where(in_use, pair_p, big)),
-            jnp.max(jnp.where(in_use, pair_t, -1)),
-            jnp.max(jnp.where(in_use, pair_p, -1)),
-        ]
-    )
-    return stats, label_range, (pair_t, pair_p, length)
+    lowest = lambda s: jnp.min(jnp.where(s.valid, s.labels, big))  # noqa: E731
+    highest = lambda s: jnp.max(jnp.where(s.valid, s.labels, -1))  # noqa: E731
+    return jnp.stack([lowest(target), lowest(prediction), highest(target), highest(prediction)])
 
 
-@functools.partial(jax.jit, static_argnames=("static", "joint_capacity"))
-def _measure(targets, predictions, lengths, words, *, static, joint_capacity):
-    """Phase 2: per-video statistics, label ranges, and the runs of every label pair."""
-    one = functools.partial(_video_measure, static=dict(static), joint_capacity=joint_capacity)
+def _video_measure(t, p, n, words, *, tables, options):
+    """Phase 2 for one video: statistics, segment label range and class-count entries."""
+    target, prediction, candidates = tables_from_words(t, p, n, words, **tables)
+    stats = statistics_from_tables(n, words, target, prediction, candidates, **options)
+    tallies = _class_tallies(target, prediction, candidates)
+    return stats, _label_range(target, prediction), tallies
+
+
+@functools.partial(jax.jit, static_argnames=("tables", "options"))
+def _measure(targets, predictions, lengths, words, *, tables, options):
+    """Phase 2: per-video statistics, label ranges, and class-count entries (``tables`` and
+    ``options``: static keyword items of ``tables_from_words`` and ``statistics_from_tables``)."""
+    one = lambda *args: _video_measure(*args, tables=dict(tables), options=dict(options))  # noqa: E731
     return jax.vmap(one)(targets, predictions, lengths, words)
 
 
-_pooled_confusion = jax.jit(count_pairs, static_argnames="num_classes")
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _pooled_class_counts(tallies, *, num_classes):
+    """int32 ``[3, C]``: target, predicted and correct frames of each class over a batch."""
+
+    def add(labels, frames):
+        labels = jnp.where(labels < 0, num_classes, labels).ravel()
+        return jnp.zeros((num_classes,), jnp.int32).at[labels].add(frames.ravel(), mode="drop")
+
+    return jnp.stack([add(*entries) for entries in tallies])
 
 
 def _is_one_video(values) -> bool:
@@ -128,7 +137,7 @@ class Evaluator:
         """Forgets every video added so far."""
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
-        self._confusion = np.zeros((0, 0), np.int64)
+        self._class_counts = np.zeros((3, 0), np.int64)  # target, predicted, correct frames
         self._pending: list[tuple[str, np.ndarray, np.ndarray]] = []
         self._pending_frames = 0
 
@@ -197,34 +206,48 @@ class Evaluator:
     def _process(self, names, padded_t, padded_p, padded_lengths):
         """Both device phases over a padded batch; appends the statistics of ``names``."""
         device = jax.device_put((padded_t, padded_p, padded_lengths))
-        words, sizes = _survey(*device, background=self.background)
+        words, sizes, background_frames = _survey(*device, background=self.background)
         size = len(names)
-        n_target, n_prediction, n_candidates, n_joint = jax.device_get(sizes)[:, :size]
+        n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size]
         static = static_arguments(
             padded_t.shape[-1],
             self.overlaps,
             self.background,
-            self._capacity(n_target, _BIT_PARALLEL_CAPACITY),
-            self._capacity(n_prediction, 1),
+            self._capacity(n_target),
+            self._capacity(n_prediction),
             self.legacy_asformer_end,
-            candidate_capacity=self._capacity(n_candidates, 1),
+            candidate_capacity=self._capacity(n_candidates),
         )
-        static["contiguous"] = not static.pop("background")
-        stats, label_range, pair_runs = _measure(
-            *device,
-            words,
-            static=tuple(static.items()),
-            joint_capacity=self._capacity(n_joint, 1),
+        capacities = ("target_capacity", "prediction_capacity", "candidate_capacity")
+        tables = {key: static[key] for key in capacities} | {"contiguous": not self.background}
+        options = {key: static[key] for key in ("thresholds", "legacy_asformer_end")}
+        stats, label_range, tallies = _measure(
+            *device, words, tables=tuple(tables.items()), options=tuple(options.items())
         )
+        background_frames = jax.device_get(background_frames)[:size]
         label_range = jax.device_get(label_range)[:size].T
+        label_range = self._with_background(label_range, background_frames)
         self._check_range(names, label_range[:2], label_range[2:])
         seen = int(label_range[2:].max()) + 1
-        classes = self._grow_confusion(seen)
-        confusion = _pooled_confusion(*pair_runs, num_classes=bucket(classes))
-        confusion = jax.device_get(confusion)[:classes, :classes]
+        classes = self._grow_class_counts(seen)
+        counts = jax.device_get(_pooled_class_counts(tallies, num_classes=bucket(classes)))
+        counts = counts[:, :classes].astype(np.int64)
+        counts[:, list(self.background)] += background_frames.sum(axis=0, dtype=np.int64)
         self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], jax.device_get(stats)))
-        self._confusion += confusion
+        self._class_counts += counts
         self._names.extend(names)
+
+    def _with_background(self, label_range, background_frames):
+        """Widens the per-video segment label ranges ``[4, B]`` by the background labels that
+        occur (``background_frames [B, 3, len(background)]``)."""
+        label_range = label_range.copy()
+        for i, label in enumerate(self.background):
+            for side in (0, 1):
+                seen = background_frames[:, side, i] > 0
+                low, high = label_range[side], label_range[side + 2]
+                low[seen] = np.minimum(low[seen], label)
+                high[seen] = np.maximum(high[seen], label)
+        return label_range
 
     @staticmethod
     def _names_for(name, count, start):
@@ -301,19 +324,18 @@ class Evaluator:
                         f"[0, num_classes={self.num_classes})."
                     )
 
-    def _grow_confusion(self, labels_seen: int) -> int:
-        size = max(self.num_classes or labels_seen, labels_seen, self._confusion.shape[0])
-        if size > self._confusion.shape[0]:
-            grown = np.zeros((size, size), np.int64)
-            old = self._confusion.shape[0]
-            grown[:old, :old] = self._confusion
-            self._confusion = grown
+    def _grow_class_counts(self, labels_seen: int) -> int:
+        size = max(self.num_classes or labels_seen, labels_seen, self._class_counts.shape[1])
+        if size > self._class_counts.shape[1]:
+            grown = np.zeros((3, size), np.int64)
+            grown[:, : self._class_counts.shape[1]] = self._class_counts
+            self._class_counts = grown
         return size
 
     @staticmethod
-    def _capacity(counts, minimum: int) -> int:
+    def _capacity(counts) -> int:
         """A static capacity for the largest count: few sizes (compilations), <= 12.5% waste."""
-        return round_up(max(int(np.max(counts)), minimum), multiple=8)
+        return round_up(max(int(np.max(counts)), 1), multiple=8)
 
     # -- results -------------------------------------------------------------------------
 
@@ -347,10 +369,7 @@ class Evaluator:
         tp, fp, fn = (np.sum(x, axis=0, dtype=np.int64) for x in (s.tp, s.fp, s.fn))
         with np.errstate(invalid="ignore", divide="ignore"):
             edit = _edit_scores(s)
-            confusion = self._confusion.astype(np.float64)
-            hits = np.diag(confusion)
-            support = confusion.sum(axis=1)
-            predicted = confusion.sum(axis=0)
+            support, predicted, hits = self._class_counts.astype(np.float64)
             class_accuracy = np.where(support > 0, hits / support, 0.0)
             class_accuracy[(support == 0) & (predicted == 0)] = np.nan
         per_tau = lambda values: dict(zip(self.overlaps, values))  # noqa: E731

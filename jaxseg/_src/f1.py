@@ -94,6 +94,18 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
     return earliest(contenders)
 
 
+def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candidates):
+    """``(overlapping, intersection, union)`` ``[M]`` of every candidate pair, in frames
+    (``intersection`` 0 and ``union`` 1 where ``overlapping`` is False)."""
+    owner, other = candidates.owner, candidates.other
+    p_start, p_end = prediction.starts[owner], prediction.ends[owner]
+    t_start, t_end = target.starts[other], target.ends[other]
+    inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
+    union = jnp.maximum(p_end, t_end) - jnp.minimum(p_start, t_start)
+    overlapping = candidates.in_use & (inter > 0)
+    return overlapping, jnp.where(overlapping, inter, 0), jnp.where(overlapping, union, 1)
+
+
 def match_counts(
     target: Segments, prediction: Segments, candidates: Candidates, thresholds
 ) -> tuple[jax.Array, ...]:
@@ -102,14 +114,7 @@ def match_counts(
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
     owner, other = candidates.owner, candidates.other
-    p_start, p_end = prediction.starts[owner], prediction.ends[owner]
-    t_start, t_end = target.starts[other], target.ends[other]
-    inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
-    union = jnp.maximum(p_end, t_end) - jnp.minimum(p_start, t_start)
-    candidate = candidates.in_use & (inter > 0)
-    inter = jnp.maximum(inter, 0)
-    union = jnp.maximum(union, 1)
-
+    candidate, inter, union = candidate_overlaps(target, prediction, candidates)
     best_pair = _best_pairs(owner, candidate, inter, union, prediction.labels.shape[-1])
     matched = best_pair < owner.shape[-1]
     best_pair = jnp.minimum(best_pair, owner.shape[-1] - 1)

@@ -10,10 +10,11 @@ import jax.numpy as jnp
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
-from jaxseg._src.f1 import legacy_last_end, match_candidates, match_counts
+from jaxseg._src.f1 import Candidates, legacy_last_end, match_candidates, match_counts
 from jaxseg._src.numerics import popcount, safe_divide
 from jaxseg._src.segments import (
     PairWords,
+    Segments,
     compact_batch,
     full_lengths,
     pair_words,
@@ -47,21 +48,19 @@ class SegmentationStatistics(NamedTuple):
     overflow: jax.Array
 
 
-def statistics_from_words(
+def tables_from_words(
     targets,
     predictions,
     n,
     words: PairWords,
     *,
-    thresholds,
     target_capacity,
     prediction_capacity,
     candidate_capacity,
-    legacy_asformer_end,
     contiguous,
-) -> SegmentationStatistics:
-    """Statistics of one sequence from the boundary words of its frame pass (``contiguous``:
-    there is no background)."""
+) -> tuple[Segments, Segments, Candidates]:
+    """The target and predicted segment tables and the candidate matches of one sequence,
+    from the boundary words of its frame pass (``contiguous``: there is no background)."""
     target = segments_from_words(
         targets, n, words.target, capacity=target_capacity, contiguous=contiguous
     )
@@ -74,10 +73,25 @@ def statistics_from_words(
         target_capacity=target_capacity,
         prediction_capacity=prediction_capacity,
     )
+    return target, prediction, candidates
+
+
+def statistics_from_tables(
+    n,
+    words: PairWords,
+    target: Segments,
+    prediction: Segments,
+    candidates: Candidates,
+    *,
+    thresholds,
+    legacy_asformer_end,
+) -> SegmentationStatistics:
+    """Statistics of one sequence from its boundary words, segment tables and candidate
+    matches."""
     overflow = (
-        (target.count > target_capacity)
-        | (prediction.count > prediction_capacity)
-        | (candidates.count > candidate_capacity)
+        (target.count > target.labels.shape[-1])
+        | (prediction.count > prediction.labels.shape[-1])
+        | (candidates.count > candidates.owner.shape[-1])
     )
     distance = segment_edit_distance(target, prediction)
     if legacy_asformer_end:
@@ -89,10 +103,15 @@ def statistics_from_words(
     )
 
 
-def _sequence_statistics(targets, predictions, n, *, background, **static):
+def _sequence_statistics(
+    targets, predictions, n, *, background, thresholds, legacy_asformer_end, **capacities
+):
     words = pair_words(targets, predictions, n, background)
-    return statistics_from_words(
-        targets, predictions, n, words, contiguous=not background, **static
+    tables = tables_from_words(
+        targets, predictions, n, words, contiguous=not background, **capacities
+    )
+    return statistics_from_tables(
+        n, words, *tables, thresholds=thresholds, legacy_asformer_end=legacy_asformer_end
     )
 
 

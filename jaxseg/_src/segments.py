@@ -68,7 +68,7 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
 
 def _mask_summary(mask):
     """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
-    words = pack_bits(_pad_to_words(mask, False))
+    words = pack_bits(mask)
     length = jnp.sum(popcount(words).astype(jnp.int32))
     return length, jnp.all(words == _valid_words(length, words.shape[-1]))
 
@@ -98,17 +98,30 @@ def compact_batch(arrays, mask):
 # Bit-packed frame pass.
 
 
-def _pad_to_words(x, fill):
-    T = x.shape[-1]
-    W = max(1, -(-T // WORD_BITS))
-    return jnp.pad(x, (0, W * WORD_BITS - T), constant_values=fill)
+def word_count(T: int) -> int:
+    """Number of 32-bit words holding ``T`` frames (at least one)."""
+    return max(1, -(-T // WORD_BITS))
 
 
-def pack_bits(flags):
-    """Packs bool ``[32 * W]`` into uint32 ``[W]`` (frame ``32 w + b`` is bit ``b`` of word w)."""
+def _pack_whole_words(flags):
     words = flags.reshape(-1, WORD_BITS).astype(jnp.uint32)
     shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)[None, :]
     return jnp.sum(words << shifts, axis=-1, dtype=jnp.uint32)
+
+
+def pack_bits(flags):
+    """Packs bool ``[T]`` into uint32 ``[word_count(T)]`` (frame ``32 w + b`` is bit ``b`` of
+    word ``w``; bits past ``T`` are 0).
+
+    The last partial word is packed on its own: padding the whole array instead makes XLA's
+    CPU reduction several times slower when T is not a multiple of 32.
+    """
+    T = flags.shape[-1]
+    whole = T // WORD_BITS * WORD_BITS
+    if whole == T and T > 0:
+        return _pack_whole_words(flags)
+    tail = jnp.pad(flags[whole:], (0, WORD_BITS - (T - whole)))
+    return jnp.concatenate([_pack_whole_words(flags[:whole]), _pack_whole_words(tail)])
 
 
 def is_background(labels, background: tuple[int, ...]):
@@ -151,15 +164,32 @@ class LabelWords(NamedTuple):
     ends: jax.Array
 
 
+def _change_words(labels):
+    """uint32 ``[W]``: bit ``t`` is set iff ``labels[t] != labels[t - 1]`` (``t >= 1``).
+
+    Neighbours are compared through two slices and the packed words shifted by one frame:
+    padding or shifting the frames themselves makes XLA's CPU reduction several times slower.
+    """
+    words = word_count(labels.shape[-1])
+    if labels.shape[-1] <= 1:
+        return jnp.zeros((words,), jnp.uint32)
+    from_second = pack_bits(labels[1:] != labels[:-1])  # bit t is frame t + 1
+    from_second = jnp.pad(from_second, (0, words - from_second.shape[-1]))
+    carried = lax.pad(from_second, jnp.uint32(0), ((1, -1, 0),)) >> (WORD_BITS - 1)
+    return (from_second << 1) | carried
+
+
+def _kept_words(labels, valid, background: tuple[int, ...]):
+    if not background:
+        return valid
+    return pack_bits(~is_background(labels, background)) & valid
+
+
 def _run_and_kept_words(labels, n, background: tuple[int, ...]):
     """The frame pass over one sequence: run starts and kept (non-background) frames."""
-    padded = _pad_to_words(labels, 0)
-    valid = _valid_words(n, padded.shape[-1] // WORD_BITS)
-    previous = lax.pad(padded, padded[0], ((1, -1, 0),))
-    runs = (pack_bits(padded != previous) | _frame_bit(0, valid.shape[-1])) & valid
-    if not background:
-        return runs, valid
-    return runs, pack_bits(~is_background(padded, background)) & valid
+    valid = _valid_words(n, word_count(labels.shape[-1]))
+    runs = (_change_words(labels) | _frame_bit(0, valid.shape[-1])) & valid
+    return runs, _kept_words(labels, valid, background)
 
 
 def _label_words(runs, kept, n) -> LabelWords:
@@ -196,7 +226,7 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
     """The one pass over the frames of a sequence pair: every boundary the metrics need."""
     runs_t, kept_t = _run_and_kept_words(targets, n, background)
     runs_p, kept_p = _run_and_kept_words(predictions, n, background)
-    correct = pack_bits(_pad_to_words(targets, 0) == _pad_to_words(predictions, 0))
+    correct = pack_bits(targets == predictions)
     correct = correct & _valid_words(n, correct.shape[-1])
     joint = runs_t | runs_p
     return PairWords(
@@ -206,6 +236,18 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
         joint,
         joint & correct & kept_t,
     )
+
+
+def background_tallies(t, p, n, background):
+    """int32 ``[3, len(background)]``: target, predicted and correct frames of each background
+    label of one video (its frames are in no segment table)."""
+    valid = _valid_words(n, word_count(t.shape[-1]))
+
+    def frames(flags):
+        return jnp.sum(popcount(pack_bits(flags) & valid).astype(jnp.int32))
+
+    rows = [(frames(t == b), frames(p == b), frames((t == b) & (p == b))) for b in background]
+    return jnp.array(rows, jnp.int32).reshape(-1, 3).T
 
 
 def _select_in_word(word, rank):
@@ -251,18 +293,27 @@ def select_runs(run_starts, n, capacity: int):
     return starts[:-1], ends, count
 
 
+def bits_before(words, frames):
+    """Number of set bits of ``words`` at frames ``< frames`` (elementwise, ``0 <= frames <=
+    32 W``): a running popcount of the words and one masked word per frame."""
+    counts = popcount(words).astype(jnp.int32)
+    before = jnp.cumsum(counts) - counts
+    word = jnp.minimum(frames // WORD_BITS, words.shape[-1] - 1)
+    low = (frames - word * WORD_BITS).astype(jnp.uint32)  # in [0, 32]
+    below = jnp.where(low == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << low) - 1)
+    return before[word] + popcount(words[word] & below).astype(jnp.int32)
+
+
 def rank_bits(words, frames):
     """Number of set bits of ``words`` at frames ``<= frames``, minus one (the index of the
     run containing each frame when ``words`` marks run starts)."""
-    counts = popcount(words).astype(jnp.int32)
-    before = jnp.cumsum(counts) - counts
-    word = frames // WORD_BITS
-    upto = _ALL_ONES >> (WORD_BITS - 1 - frames % WORD_BITS).astype(jnp.uint32)
-    return before[word] + popcount(words[word] & upto).astype(jnp.int32) - 1
+    return bits_before(words, frames + 1) - 1
 
 
 def _table(labels, starts, ends, count, capacity) -> Segments:
     valid = jnp.arange(capacity) < count
+    if labels.shape[-1] == 0:
+        labels = jnp.zeros((1,), labels.dtype)
     seg_labels = jnp.where(valid, labels[jnp.minimum(starts, labels.shape[-1] - 1)], -1)
     return Segments(
         seg_labels.astype(jnp.int32),
@@ -286,7 +337,7 @@ def segments_from_words(
     else:
         starts, count = select_bits(words.starts, capacity)
         ends = select_bits(words.ends, capacity)[0] + 1
-    return _table(_pad_to_words(labels, 0), starts, ends, count, capacity)
+    return _table(labels, starts, ends, count, capacity)
 
 
 def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
