@@ -6,6 +6,7 @@ import functools
 
 import _reference as ref
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from _videos import pad_batch, pad_rows, video_specs
@@ -447,3 +448,28 @@ def test_matches_reference(specs, shifted):
 
 def _row_all(stats):
     return [jax.tree.map(lambda x, i=i: x[i], stats) for i in range(BATCH)]
+
+
+def test_float32_tie_is_settled_exactly():
+    # One prediction [0, U) overlaps two same-label targets whose IoUs 2^25 / U and
+    # (2^25 + 1) / U (U = 2^26 + 1) round to the same float32 (0.5): only the second reaches
+    # tau = 0.5, so picking the earlier target on the float tie would lose the TP.
+    from jaxseg._src.f1 import Candidates, match_counts
+    from jaxseg._src.segments import Segments
+
+    half, union = 1 << 25, (1 << 26) + 1
+    assert np.float32(half / union) == np.float32((half + 1) / union)
+    table = lambda starts, ends: Segments(  # noqa: E731
+        jnp.ones(len(starts), jnp.int32),
+        jnp.array(starts, jnp.int32),
+        jnp.array(ends, jnp.int32),
+        jnp.ones(len(starts), bool),
+        jnp.int32(len(starts)),
+    )
+    candidates = Candidates(
+        jnp.array([0, 0], jnp.int32), jnp.array([0, 1], jnp.int32), jnp.ones(2, bool), 2
+    )
+    counts = match_counts(
+        table([0, half], [half, union]), table([0], [union]), candidates, ((1, 2),)
+    )
+    assert [int(c[0]) for c in counts] == [1, 0, 1]

@@ -67,8 +67,8 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
     Returns the pair index of each group, or the number of pairs for a group without one.
 
     Ratios are first compared in float32 (rounding is monotone, so the exact maximum has the
-    largest float); the few pairs tied in float32 are then settled with exact integer
-    comparisons against the earliest of them until no pair beats it.
+    largest float); where several pairs of a group tie in float32, they are settled with
+    exact integer comparisons against the earliest of them until no pair beats it.
     """
     pairs = owner.shape[-1]
     index = jnp.arange(pairs, dtype=jnp.int32)
@@ -82,16 +82,16 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
         )
 
     def keep_better(state):
-        contenders, _ = state
-        ref = jnp.minimum(earliest(contenders), pairs - 1)[owner]
+        contenders, first, _ = state
+        ref = jnp.minimum(first, pairs - 1)[owner]
         better = contenders & (compare_products(inter, union[ref], inter[ref], union) > 0)
         any_better = jnp.zeros((groups,), jnp.bool_).at[owner].max(better)
-        return jnp.where(any_better[owner], better, contenders), jnp.any(any_better)
+        contenders = jnp.where(any_better[owner], better, contenders)
+        return contenders, earliest(contenders), jnp.any(any_better)
 
-    contenders, _ = lax.while_loop(
-        lambda state: state[1], keep_better, (contenders, jnp.any(contenders) | True)
-    )
-    return earliest(contenders)
+    first = earliest(contenders)
+    tied = jnp.any(contenders & (index != first[owner]))  # usually False: no loop step
+    return lax.while_loop(lambda state: state[2], keep_better, (contenders, first, tied))[1]
 
 
 def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candidates):
