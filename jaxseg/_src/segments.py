@@ -103,25 +103,56 @@ def word_count(T: int) -> int:
     return max(1, -(-T // WORD_BITS))
 
 
-def _pack_whole_words(flags):
-    words = flags.reshape(-1, WORD_BITS).astype(jnp.uint32)
+def _pack_rows(flags):
+    """uint32 ``[R]`` per bool ``[R, 32]`` array of ``flags``, all in one variadic reduction."""
     shifts = jnp.arange(WORD_BITS, dtype=jnp.uint32)[None, :]
-    return jnp.sum(words << shifts, axis=-1, dtype=jnp.uint32)
+    operands = tuple(f.astype(jnp.uint32) << shifts for f in flags)
+    zeros = tuple(jnp.uint32(0) for _ in flags)
+    return lax.reduce(operands, zeros, lambda a, b: tuple(x + y for x, y in zip(a, b)), (1,))
+
+
+def _with_previous(rows, before):
+    """``[R, 32]`` frames shifted by one: row ``r`` lane ``b`` holds frame ``32 r + b - 1``;
+    ``before [1]`` is the frame before the first."""
+    last = jnp.concatenate([before, rows[:-1, -1]])
+    return jnp.concatenate([last[:, None], rows[:, :-1]], axis=1)
+
+
+def pack_frame_flags(flag_fn, arrays):
+    """Packs per-frame flags into uint32 words in one pass over the frames of ``arrays``.
+
+    ``flag_fn(current, previous)`` maps the arrays (each ``[T]``) and the same arrays shifted
+    by one frame (frame 0 is its own predecessor) to a tuple of bool flags, evaluated on
+    ``[R, 32]`` blocks of frames. Returns one uint32 ``[word_count(T)]`` per flag: frame
+    ``32 w + b`` is bit ``b`` of word ``w``; bits past ``T`` are unspecified (mask them).
+
+    The frames are never padded or shifted as a whole (XLA's CPU reduction is several times
+    slower on a padded or shifted frame array): whole words are packed from a reshape and
+    the last partial word on its own.
+    """
+    T = arrays[0].shape[-1]
+    whole = T // WORD_BITS * WORD_BITS
+    parts = []
+    if whole:
+        rows = [a[:whole].reshape(-1, WORD_BITS) for a in arrays]
+        previous = [_with_previous(r, r[0, :1]) for r in rows]
+        parts.append(_pack_rows(flag_fn(rows, previous)))
+    if whole < T:
+        rows = [jnp.pad(a[whole:], (0, whole + WORD_BITS - T))[None, :] for a in arrays]
+        previous = [
+            _with_previous(r, a[max(whole - 1, 0) : max(whole, 1)]) for r, a in zip(rows, arrays)
+        ]
+        parts.append(_pack_rows(flag_fn(rows, previous)))
+    if not parts:  # T = 0: one empty word per flag
+        empty = [jnp.zeros((1, WORD_BITS), a.dtype) for a in arrays]
+        return tuple(jnp.zeros((1,), jnp.uint32) for _ in flag_fn(empty, empty))
+    return tuple(jnp.concatenate(words) for words in zip(*parts))
 
 
 def pack_bits(flags):
     """Packs bool ``[T]`` into uint32 ``[word_count(T)]`` (frame ``32 w + b`` is bit ``b`` of
-    word ``w``; bits past ``T`` are 0).
-
-    The last partial word is packed on its own: padding the whole array instead makes XLA's
-    CPU reduction several times slower when T is not a multiple of 32.
-    """
-    T = flags.shape[-1]
-    whole = T // WORD_BITS * WORD_BITS
-    if whole == T and T > 0:
-        return _pack_whole_words(flags)
-    tail = jnp.pad(flags[whole:], (0, WORD_BITS - (T - whole)))
-    return jnp.concatenate([_pack_whole_words(flags[:whole]), _pack_whole_words(tail)])
+    word ``w``; bits past ``T`` are 0)."""
+    return pack_frame_flags(lambda current, _: (current[0],), (flags,))[0]
 
 
 def is_background(labels, background: tuple[int, ...]):
@@ -165,18 +196,8 @@ class LabelWords(NamedTuple):
 
 
 def _change_words(labels):
-    """uint32 ``[W]``: bit ``t`` is set iff ``labels[t] != labels[t - 1]`` (``t >= 1``).
-
-    Neighbours are compared through two slices and the packed words shifted by one frame:
-    padding or shifting the frames themselves makes XLA's CPU reduction several times slower.
-    """
-    words = word_count(labels.shape[-1])
-    if labels.shape[-1] <= 1:
-        return jnp.zeros((words,), jnp.uint32)
-    from_second = pack_bits(labels[1:] != labels[:-1])  # bit t is frame t + 1
-    from_second = jnp.pad(from_second, (0, words - from_second.shape[-1]))
-    carried = lax.pad(from_second, jnp.uint32(0), ((1, -1, 0),)) >> (WORD_BITS - 1)
-    return (from_second << 1) | carried
+    """uint32 ``[W]``: bit ``t`` is set iff ``labels[t] != labels[t - 1]`` (``t >= 1``)."""
+    return pack_frame_flags(lambda current, previous: (current[0] != previous[0],), (labels,))[0]
 
 
 def _kept_words(labels, valid, background: tuple[int, ...]):
@@ -224,10 +245,18 @@ class PairWords(NamedTuple):
 
 def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
     """The one pass over the frames of a sequence pair: every boundary the metrics need."""
-    runs_t, kept_t = _run_and_kept_words(targets, n, background)
-    runs_p, kept_p = _run_and_kept_words(predictions, n, background)
-    correct = pack_bits(targets == predictions)
-    correct = correct & _valid_words(n, correct.shape[-1])
+
+    def flags(now, before):
+        t, p = now
+        kept = (~is_background(t, background), ~is_background(p, background)) if background else ()
+        return (t != before[0], p != before[1], t == p, *kept)
+
+    changes_t, changes_p, correct, *kept = pack_frame_flags(flags, (targets, predictions))
+    valid = _valid_words(n, correct.shape[-1])
+    first = _frame_bit(0, valid.shape[-1])
+    runs_t, runs_p = (changes_t | first) & valid, (changes_p | first) & valid
+    correct = correct & valid
+    kept_t, kept_p = (k & valid for k in kept) if background else (valid, valid)
     joint = runs_t | runs_p
     return PairWords(
         _label_words(runs_t, kept_t, n),
