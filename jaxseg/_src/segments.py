@@ -291,6 +291,13 @@ def _select_in_word(word, rank):
     return position
 
 
+def _running_counts(words):
+    """int32 ``(counts, running)``: set bits per word and their inclusive running sum (an
+    associative scan: ``jnp.cumsum`` lowers to a 2x slower windowed reduction on CPU)."""
+    counts = popcount(words).astype(jnp.int32)
+    return counts, lax.associative_scan(jnp.add, counts)
+
+
 def select_bits(words, capacity: int):
     """Frame indices of the first ``capacity`` set bits of ``words`` and the total count.
 
@@ -300,8 +307,7 @@ def select_bits(words, capacity: int):
     inside the word comes from :func:`_select_in_word`. Compared with a binary search (one
     dependent gather per step) this is 1.5-2x faster on CPU and half the compile time.
     """
-    counts = popcount(words).astype(jnp.int32)
-    running = jnp.cumsum(counts)
+    counts, running = _running_counts(words)
     n_words = words.shape[-1]
     block = 1 << max(3, (n_words.bit_length() + 1) // 2 - 1)
     blocks = -(-n_words // block)
@@ -330,8 +336,8 @@ def select_runs(run_starts, n, capacity: int):
 def bits_before(words, frames):
     """Number of set bits of ``words`` at frames ``< frames`` (elementwise, ``0 <= frames <=
     32 W``): a running popcount of the words and one masked word per frame."""
-    counts = popcount(words).astype(jnp.int32)
-    before = jnp.cumsum(counts) - counts
+    counts, running = _running_counts(words)
+    before = running - counts
     word = jnp.minimum(frames // WORD_BITS, words.shape[-1] - 1)
     low = (frames - word * WORD_BITS).astype(jnp.uint32)  # in [0, 32]
     below = jnp.where(low == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << low) - 1)
