@@ -217,14 +217,50 @@ def test_lovasz_ranks_tied_and_close_errors_exactly(length):
     np.testing.assert_array_equal(np.asarray(order), np.argsort(-errors, axis=-1, kind="stable"))
     foreground[2] = 0  # no foreground: the largest error, at its first index
     errors[2, 7] = errors[2, 5] = errors[2].max()
-    fn = jax.jit(
-        jax.value_and_grad(
-            lambda e, g: jnp.sum(soft_overlap._lovasz_rows(e, g, jnp.any(g > 0, axis=-1)))
-        )
-    )
-    value, grads = fn(errors, foreground)
+    _check_lovasz_rows(errors, foreground)
+
+
+def _lovasz_rows_loss(errors, foreground):
+    """Sum of the Lovász losses of rows ``[3, F]``, as the 3 classes of one example."""
+    errors, foreground = errors.T[None], foreground.T[None] > 0
+    return jnp.sum(soft_overlap._lovasz_per_class(errors, foreground, jnp.any(foreground, 1)))
+
+
+_lovasz_rows_value_and_grad = jax.jit(jax.value_and_grad(_lovasz_rows_loss))
+
+
+def _check_lovasz_rows(errors, foreground):
+    """Value and gradient of :func:`_lovasz_rows_loss` against the float64 references."""
+    value, grads = _lovasz_rows_value_and_grad(errors, foreground)
     e64, g64 = errors.astype(np.float64), foreground.astype(np.float64)
     want = sum(lovasz_class(e64[c], g64[c]) for c in range(3))
     np.testing.assert_allclose(float(value), want, rtol=1e-5)
     weights = np.stack([_stable_lovasz_weights(e64[c], g64[c]) for c in range(3)])
     np.testing.assert_allclose(np.asarray(grads), weights, atol=1e-6)
+
+
+@pytest.mark.parametrize("ranked", [250, 251, 900, 1900])
+def test_lovasz_ranks_only_the_errors_up_to_the_last_foreground_exactly(ranked):
+    # The errors after the last foreground one (in the stable decreasing order) have weight 0;
+    # the others (`ranked` in row 0, fewer in rows 1 and 2) are moved into F/8 = 250, F/4, F/2
+    # or F columns and ranked there. Row 1 has 6 errors tied with the last foreground error,
+    # before and after its index, row 2 errors one ulp above and below it.
+    rng = np.random.default_rng(ranked)
+    errors = rng.random((3, 2000)).astype(np.float32)
+    foreground = np.zeros((3, 2000), np.float32)
+    for r, count in enumerate((ranked, ranked - 10, ranked - 10)):
+        top = np.argsort(-errors[r], kind="stable")[:count]
+        foreground[r, rng.choice(top[:-1], 30, replace=False)] = 1
+        foreground[r, top[-1]] = 1  # the last foreground error
+    for r, shift in ((1, (0, 0)), (2, (-1, 1))):
+        last = np.argsort(-errors[r], kind="stable")[ranked - 11]
+        near = rng.choice(np.flatnonzero(foreground[r] == 0), (2, 3), replace=False)
+        for step, index in zip(shift, near, strict=True):
+            toward = np.float32(np.inf if step > 0 else -np.inf)
+            errors[r, index] = np.nextafter(errors[r, last], toward) if step else errors[r, last]
+    counts = np.asarray(jnp.sum(~soft_overlap._after_last_foreground(errors, foreground > 0), -1))
+    for r in range(3):
+        order = np.argsort(-errors[r], kind="stable")
+        assert counts[r] == np.flatnonzero(foreground[r][order])[-1] + 1
+    assert counts[0] == ranked and counts[1:].max() < ranked
+    _check_lovasz_rows(errors, foreground)

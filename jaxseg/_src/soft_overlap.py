@@ -7,6 +7,9 @@ and ``g = one_hot(labels) * mask``: ``I_c = Σ p g``, ``P_c = Σ p``, ``G_c = Σ
 
 from __future__ import annotations
 
+import functools
+import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -245,54 +248,124 @@ def _decreasing_order(errors):
     return stable_order((_ONE_BITS - bits).astype(jnp.uint32), key_bits=30)
 
 
-def _lovasz_weights(errors, foreground):
-    """Order and weights of the Lovász extension of the Jaccard loss of rows ``[R, F]``.
+def _order_bits(errors):
+    """The bits of ``errors >= 0`` as integers: same order, compared exactly (subnormals too)."""
+    return lax.bitcast_convert_type(errors, jnp.int64 if errors.dtype.itemsize == 8 else jnp.int32)
 
-    ``order`` ranks the errors decreasingly (stable); ``weights[k]`` is the increment of the
-    Jaccard loss when the ``k``-th of them joins the mispredicted set. Integer counts, exact.
+
+def _after_last_foreground(errors, foreground, axis=-1):
+    """True where the stable decreasing order along ``axis`` ranks an error after all foreground.
+
+    Everywhere in a row without foreground.
     """
+    bits = _order_bits(errors)
+    index = lax.broadcasted_iota(jnp.int32, errors.shape, axis % errors.ndim)
+    lowest = jnp.min(jnp.where(foreground, bits, jnp.iinfo(bits.dtype).max), axis, keepdims=True)
+    last = jnp.max(jnp.where(foreground & (bits == lowest), index, -1), axis, keepdims=True)
+    return (bits < lowest) | ((bits == lowest) & (index > last))
+
+
+def _lovasz_weights(errors, foreground, ranked, capacity):
+    """Lovász weights of rows ``[R, F]`` with foreground, at the positions of the errors.
+
+    Along the stable decreasing order of the errors, the ``k``-th weight is the increment of
+    the Jaccard loss when the ``k``-th error joins the mispredicted set (integer counts,
+    exact). Once every foreground error is in that set the Jaccard loss stays 1, so only the
+    errors up to the last foreground one (``ranked``, at most ``capacity`` per row) have a
+    nonzero weight: they are moved, in index order, into ``[R, capacity]`` and ranked there
+    (ties stay in index order); one scatter puts each weight back at its error's position.
+    """
+    rows, frames = errors.shape
+    index = lax.broadcasted_iota(jnp.int32, errors.shape, 1)
+    if capacity < frames:
+        row = lax.broadcasted_iota(jnp.int32, errors.shape, 0)
+        slot = jnp.where(ranked, cumulative_count(ranked) - 1, capacity)  # capacity: dropped
+        index = jnp.full((rows, capacity), frames).at[row, slot].set(index, mode="drop")
+        # the padding (index F) has error 0, ranks last and has no foreground
+        errors = jnp.take_along_axis(errors, index, axis=-1, mode="fill", fill_value=0)
+    else:  # error 0 ranks the others last, in index order (ranked errors equal to 0 come first)
+        errors = jnp.where(ranked, errors, 0.0)
     order = _decreasing_order(errors)
-    foreground = jnp.take_along_axis(foreground, order, axis=-1) > 0
+    index = jnp.take_along_axis(index, order, axis=-1)
+    foreground = jnp.take_along_axis(foreground, index, axis=-1, mode="fill", fill_value=False)
     seen_foreground = cumulative_count(foreground)
-    seen = lax.broadcasted_iota(jnp.int32, foreground.shape, foreground.ndim - 1) + 1
+    seen = lax.broadcasted_iota(jnp.int32, foreground.shape, 1) + 1
     total = seen_foreground[..., -1:]
     intersection = (total - seen_foreground).astype(errors.dtype)
     union = (total + seen - seen_foreground).astype(errors.dtype)
     jaccard = 1.0 - intersection / union  # union >= 1 everywhere
     weights = jnp.concatenate([jaccard[..., :1], jnp.diff(jaccard, axis=-1)], axis=-1)
-    return order, weights
+    row = lax.broadcasted_iota(jnp.int32, index.shape, 0)
+    return jnp.zeros((rows, frames), errors.dtype).at[row, index].set(weights, mode="drop")
 
 
-def _lovasz_rows(errors, foreground, present):
-    """Lovász loss of every row ``[R, F]``; only the rows with foreground are ranked.
+def _first_largest(errors, axis):
+    """One-hot of the first largest error along ``axis``."""
+    bits = _order_bits(errors)
+    index = lax.broadcasted_iota(jnp.int32, errors.shape, axis)
+    largest = jnp.max(bits, axis=axis, keepdims=True)
+    first = jnp.min(jnp.where(bits == largest, index, errors.shape[axis]), axis, keepdims=True)
+    return index == first
 
-    Without foreground the Jaccard loss of every non-empty prefix is 1, so the loss is the
-    largest error (taken at its first index, like the stable order). The rows with foreground
-    are ranked in the smallest of ``R/4``, ``R/2`` or ``R`` rows that holds them (a
-    ``lax.switch`` without gradient; under ``vmap`` every branch runs).
+
+_BLOCK_SIZE = 2**16  # entries per loop step (32 rows of 2000 frames)
+
+
+def _ranked_weights(errors, foreground, ranked):
+    """Lovász weights ``[R, F]`` of rows whose ``ranked`` errors are those up to the last fg.
+
+    A row without foreground has no ranked error and weights 0. The rows are ranked in
+    blocks, in a loop that stops after the last row with foreground; a block ranks its errors
+    in the smallest of ``F/8``, ``F/4``, ``F/2`` (if at least 128) or ``F`` columns that
+    holds them (``lax.switch``). The rows are taken by increasing count, so that a block
+    holds rows of similar counts.
     """
     rows, frames = errors.shape
-    if frames == 0:
-        return jnp.zeros((rows,), errors.dtype)
-    fixed = lax.stop_gradient(errors)
+    block = max(1, min(rows, _BLOCK_SIZE // frames))
+    num_blocks = -(-rows // block)
+    size = jnp.sum(ranked, axis=-1, dtype=jnp.int32)
+    picked = jnp.argsort(jnp.where(size > 0, size, frames + 1), stable=True).astype(jnp.int32)
+    picked = jnp.pad(picked, (0, num_blocks * block - rows), constant_values=rows)
+    capacities = sorted({c for c in (-(-frames // d) for d in (8, 4, 2)) if c >= 128} | {frames})
+    branches = [functools.partial(_lovasz_weights, capacity=c) for c in capacities]
 
-    def ranked(capacity):
-        index = jnp.nonzero(present, size=capacity, fill_value=rows)[0]
-        picked = (
-            jnp.take(x, index, axis=0, mode="fill", fill_value=0) for x in (fixed, foreground)
+    def rank_block(i, weights):
+        index = lax.dynamic_slice_in_dim(picked, i * block, block)
+        block_rows = (
+            jnp.take(x, index, axis=0, mode="fill", fill_value=0)
+            for x in (errors, foreground, ranked)
         )
-        order, weights = _lovasz_weights(*picked)
-        full_order = jnp.zeros((rows, frames), jnp.int32).at[index].set(order, mode="drop")
-        return full_order, jnp.zeros_like(fixed).at[index].set(weights, mode="drop")
+        count = jnp.max(jnp.take(size, index, mode="fill", fill_value=0))
+        branch = sum((count > c).astype(jnp.int32) for c in capacities[:-1])
+        return weights.at[index].set(lax.switch(branch, branches, *block_rows), mode="drop")
 
-    capacities = sorted({-(-rows // 4), -(-rows // 2), rows})
-    count = jnp.sum(present, dtype=jnp.int32)
-    branch = sum((count > c).astype(jnp.int32) for c in capacities[:-1])
-    order, weights = lax.switch(branch, [lambda c=c: ranked(c) for c in capacities])
-    ranked_loss = jnp.sum(jnp.take_along_axis(errors, order, axis=-1) * weights, axis=-1)
-    first_max = jnp.argmax(fixed, axis=-1)[:, None]
-    largest = jnp.take_along_axis(errors, first_max, axis=-1)[:, 0]
-    return jnp.where(present, ranked_loss, largest)
+    count = jnp.sum(size > 0, dtype=jnp.int32)
+    return lax.fori_loop(0, -(-count // block), rank_block, jnp.zeros_like(errors))
+
+
+def _lovasz_per_class(errors, foreground, present):
+    """Lovász loss ``[N, C]`` of every class from errors and bool foreground ``[N, F, C]``.
+
+    ``Σ_f errors * weights`` with the Lovász weights at the errors' positions and without
+    gradient, so the backward pass is the weights themselves (no gather, no scatter). The
+    errors are moved to ``[N * C, F]`` rows to be ranked, without gradient. Without foreground
+    the Jaccard loss of every non-empty prefix is 1: the weight is 1 at the first largest
+    error (where the stable order puts it) and 0 elsewhere.
+    """
+    n, frames, num_classes = errors.shape
+    if errors.size == 0:
+        return jnp.zeros((n, num_classes), errors.dtype)
+    fixed = lax.stop_gradient(errors)
+    ranked = ~_after_last_foreground(fixed, foreground, axis=1)
+
+    def rows(x):
+        return jnp.swapaxes(x, 1, 2).reshape(n * num_classes, frames)
+
+    weights = _ranked_weights(rows(fixed), rows(foreground), rows(ranked))
+    weights = jnp.swapaxes(weights.reshape(n, num_classes, frames), 1, 2)
+    largest = _first_largest(fixed, axis=1).astype(errors.dtype)
+    weights = jnp.where(present[:, None, :], weights, largest)
+    return jnp.sum(errors * lax.stop_gradient(weights), axis=1)
 
 
 def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_ndim=1) -> jax.Array:
@@ -327,16 +400,19 @@ def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_n
       (bermanmaxim/LovaszSoftmax).
     """
 
-    def rows(probs, onehot):
-        return jnp.abs(onehot - probs).T, onehot.T
-
-    errors, foreground = _lift_example(rows, logits, labels, mask, event_ndim, classes)
-    *batch, num_classes, frames = errors.shape
-    present = jnp.any(foreground > 0, axis=-1)
-    per_class = _lovasz_rows(
-        errors.reshape(-1, frames), foreground.reshape(-1, frames), present.reshape(-1)
-    )
-    return _class_mean(per_class.reshape(*batch, num_classes), present, classes)
+    event_ndim = checks.static_int("event_ndim", event_ndim, minimum=1)
+    logits, labels, mask = logits_and_labels(logits, labels, mask, event_ndim=event_ndim)
+    checks.static_choice("classes", classes, _CLASSES)
+    batch = labels.shape[: labels.ndim - event_ndim]
+    num_classes = logits.shape[-1]
+    n, frames = math.prod(batch), math.prod(labels.shape[labels.ndim - event_ndim :])
+    probs = probabilities(logits).reshape(n, frames, num_classes)
+    valid = mask.reshape(n, frames, 1)
+    foreground = jax.nn.one_hot(labels.reshape(n, frames), num_classes, dtype=jnp.bool_) & valid
+    errors = jnp.where(valid, jnp.abs(foreground.astype(probs.dtype) - probs), 0.0)
+    present = jnp.any(foreground, axis=1)
+    per_class = _lovasz_per_class(errors, foreground, present)
+    return _class_mean(per_class, present, classes).reshape(batch)
 
 
 for _fn in (
