@@ -308,6 +308,22 @@ def test_integral_floats_are_labels():
     assert_same_results(as_int.get(), as_float.get())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint32])
+def test_padded_batches_of_wide_dtypes_equal_int32(dtype):
+    # Only the valid frames are checked: NaN or out-of-range padding is fine.
+    videos = short_videos()[:3]
+    T = max(len(t) for t, _ in videos)
+    lengths = np.array([len(t) for t, _ in videos])
+    pad = np.nan if dtype == np.float64 else np.iinfo(dtype).max
+    padded = [np.full((3, T), pad, dtype) for _ in range(2)]
+    for row, (t, q) in enumerate(videos):
+        padded[0][row, : len(t)], padded[1][row, : len(q)] = t, q
+    as_int, wide = Evaluator(), Evaluator()
+    as_int.add([t for t, _ in videos], [q for _, q in videos])
+    wide.add(*padded, lengths=lengths)
+    assert_same_results(as_int.get(), wide.get())
+
+
 def test_num_classes_is_inferred_as_labels_grow():
     ev = Evaluator()
     ev.add([0, 1, 1], [0, 1, 2])
@@ -365,6 +381,15 @@ BAD_INPUTS = {
         dict(gt=np.array([0, 2**31], np.uint32), pred=np.array([0, 1], np.uint32), name="u32"),
         r"u32: targets hold labels outside the int32 range",
     ),
+    "uint32 label beyond int32 in a padded batch": (
+        dict(
+            gt=np.array([[0, 1], [0, 2**31]], np.uint32),
+            pred=np.ones((2, 2), np.uint32),
+            lengths=np.array([2, 2]),
+            name=["a", "b"],
+        ),
+        r"b: targets hold labels outside the int32 range",
+    ),
     "label >= num_classes": (
         dict(gt=[0, 1, 2], pred=[0, 3, 2], name="big"),
         r"big: predictions hold label 3, outside \[0, num_classes=3\)",
@@ -372,6 +397,15 @@ BAD_INPUTS = {
     "fractional floats": (
         dict(gt=[0.0, 1.5, 1.0], pred=[0, 1, 1], name="frac"),
         r"frac: targets must be integer labels, got non-integer values",
+    ),
+    "fractional floats in a padded batch": (
+        dict(
+            gt=np.ones((2, 3)),
+            pred=np.array([[0.0, 1.0, 1.0], [0.0, 1.5, 1.0]]),
+            lengths=np.array([3, 3]),
+            name=["a", "b"],
+        ),
+        r"b: predictions must be integer labels, got non-integer values",
     ),
     "NaN": (
         dict(gt=[0, 1, 1], pred=[0.0, float("nan"), 1.0], name="nan"),

