@@ -308,6 +308,37 @@ def test_integral_floats_are_labels():
     assert_same_results(as_int.get(), as_float.get())
 
 
+@pytest.mark.parametrize("padding", [0, -1])
+def test_int8_and_int32_buffers_agree(padding):
+    # Labels in [0, 127] go to the device as int8 (from lists, or a batch whose padding is
+    # also in range); a label of 127 + 1, or -1 padding, keeps them int32.
+    from jaxseg._src.padding import buffer_dtype
+
+    assert buffer_dtype(127) == np.int8 and buffer_dtype(128) == np.int32
+    videos = short_videos()
+    shifted = [(t + 123, q + 123) for t, q in videos]  # labels 123-127
+    wide = [(t + 200, q + 200) for t, q in videos]
+    T = max(len(t) for t, _ in videos)
+    lengths = np.array([len(t) for t, _ in videos])
+    results = []
+    for labels in (shifted, wide):
+        ev = Evaluator()
+        ev.add([t for t, _ in labels], [q for _, q in labels])
+        padded = np.full((2, len(labels), T), padding, np.int32)
+        for row, (t, q) in enumerate(labels):
+            padded[0, row, : len(t)], padded[1, row, : len(q)] = t, q
+        batch = Evaluator()
+        batch.add(*padded, lengths=lengths)
+        assert_same_results(ev.get(), batch.get())
+        assert ev.per_video() == batch.per_video()
+        results.append(ev.get())
+    for key in ("accuracy", "edit", "f1", "tp", "fp", "fn", "mean_class_accuracy"):
+        assert results[0][key] == results[1][key], key
+    np.testing.assert_array_equal(
+        results[0]["class_accuracy"][123:], results[1]["class_accuracy"][200:]
+    )
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint32])
 def test_padded_batches_of_wide_dtypes_equal_int32(dtype):
     # Only the valid frames are checked: NaN or out-of-range padding is fine.

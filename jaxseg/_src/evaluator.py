@@ -145,7 +145,7 @@ class Evaluator:
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
         self._class_counts = np.zeros((3, 0), np.int64)  # target, predicted, correct frames
-        self._pending: list[tuple[str, np.ndarray, np.ndarray]] = []
+        self._pending: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # + label bound
         self._pending_frames = 0
 
     # -- adding videos -------------------------------------------------------------------
@@ -193,22 +193,24 @@ class Evaluator:
                 raise ValueError(
                     f"{video}: targets have {len(t)} frames but predictions have {len(p)}."
                 )
-            if label_bound(t) >= limit or label_bound(p) >= limit:  # raises, naming the label
+            bound = max(label_bound(t), label_bound(p))
+            if bound >= limit:  # raises, naming the label
                 self._check_range(
                     [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
                 )
-            videos.append((video, t, p))
+            videos.append((video, t, p, bound))
         self._pending.extend(videos)
-        self._pending_frames += sum(len(t) for _, t, _ in videos)
+        self._pending_frames += sum(len(t) for _, t, _, _ in videos)
         if self._pending_frames >= _FLUSH_FRAMES:
             self._flush()
 
     def _flush(self):
         """Evaluates the queued videos."""
         if self._pending:
-            names, targets, predictions = zip(*self._pending)
+            names, targets, predictions, bounds = zip(*self._pending)
             self._pending, self._pending_frames = [], 0
-            self._process(list(names), *self._buffers.fill_videos(names, targets, predictions))
+            padded = self._buffers.fill_videos(names, targets, predictions, max(bounds))
+            self._process(list(names), *padded)
 
     def _process(self, names, padded_t, padded_p, padded_lengths):
         """Both device phases over a padded batch; appends the statistics of ``names``."""
