@@ -514,6 +514,28 @@ def test_bad_input_raises_and_changes_nothing(case):
     assert ev.per_video() == per_video
 
 
+@pytest.mark.parametrize(
+    ("num_classes", "bad", "message"),
+    [
+        (None, -2, r"clip 50: predictions hold a negative label \(-2\)"),
+        (5, 5, r"clip 50: predictions hold label 5, outside \[0, num_classes=5\)"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.int32, np.int16])
+def test_bad_label_in_a_long_list_names_its_video(num_classes, bad, message, dtype):
+    # Many videos of one dtype are range-checked with one reduction; the error still names
+    # the video, and nothing of the failed call is kept.
+    videos = [(t.astype(dtype), q.astype(dtype)) for t, q in short_videos() * 12]
+    targets, predictions = [t for t, _ in videos], [q.copy() for _, q in videos]
+    predictions[50][3] = bad
+    ev = Evaluator(num_classes=num_classes)
+    ev.add(*short_videos()[0])
+    before = ev.get()
+    with pytest.raises(ValueError, match=message):
+        ev.add(targets, predictions, name=[f"clip {i}" for i in range(len(videos))])
+    assert_same_results(ev.get(), before)
+
+
 @pytest.mark.parametrize("background", [(0,), (0, 3), (6,)])
 @pytest.mark.parametrize("num_classes", [None, 8])
 def test_class_accuracy_counts_background_frames(background, num_classes):

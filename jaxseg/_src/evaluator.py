@@ -16,7 +16,7 @@ from jaxseg._src.padding import (
     PaddedBuffers,
     bucket,
     check_batch,
-    label_bound,
+    largest_label,
     round_up,
     video_array,
 )
@@ -145,8 +145,9 @@ class Evaluator:
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
         self._class_counts = np.zeros((3, 0), np.int64)  # target, predicted, correct frames
-        self._pending: list[tuple[str, np.ndarray, np.ndarray, int]] = []  # + label bound
+        self._pending: list[tuple[str, np.ndarray, np.ndarray]] = []
         self._pending_frames = 0
+        self._pending_bound = 0  # the largest queued label (padding.label_bound)
 
     # -- adding videos -------------------------------------------------------------------
 
@@ -185,31 +186,33 @@ class Evaluator:
             if len(pred) != len(gt):
                 raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
             names = self._names_for(name, len(gt), start)
-        videos = []
-        limit = self.num_classes or _INT32.max + 1
+        targets, predictions = [], []
         for video, t, p in zip(names, gt, pred):
             t, p = video_array(video, "targets", t), video_array(video, "predictions", p)
             if len(t) != len(p):
                 raise ValueError(
                     f"{video}: targets have {len(t)} frames but predictions have {len(p)}."
                 )
-            bound = max(label_bound(t), label_bound(p))
-            if bound >= limit:  # raises, naming the label
+            targets.append(t)
+            predictions.append(p)
+        bound = largest_label(targets, predictions)
+        if bound > (self.num_classes or _INT32.max + 1) - 1:  # find the video, name the label
+            for video, t, p in zip(names, targets, predictions):
                 self._check_range(
                     [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
                 )
-            videos.append((video, t, p, bound))
-        self._pending.extend(videos)
-        self._pending_frames += sum(len(t) for _, t, _, _ in videos)
+        self._pending.extend(zip(names, targets, predictions))
+        self._pending_bound = max(self._pending_bound, bound)
+        self._pending_frames += sum(len(t) for t in targets)
         if self._pending_frames >= _FLUSH_FRAMES:
             self._flush()
 
     def _flush(self):
         """Evaluates the queued videos."""
         if self._pending:
-            names, targets, predictions, bounds = zip(*self._pending)
-            self._pending, self._pending_frames = [], 0
-            padded = self._buffers.fill_videos(names, targets, predictions, max(bounds))
+            names, targets, predictions = zip(*self._pending)
+            padded = self._buffers.fill_videos(names, targets, predictions, self._pending_bound)
+            self._pending, self._pending_frames, self._pending_bound = [], 0, 0
             self._process(list(names), *padded)
 
     def _process(self, names, padded_t, padded_p, padded_lengths):
