@@ -313,6 +313,16 @@ def test_top_k_ties_follow_sklearn_and_reference():
     assert np.isnan(np.asarray(_top_k(targets, scores, mask & False, (1, 3, 7)))).all()
 
 
+def test_top_k_ranks_subnormal_scores_above_zero():
+    # Compared by their bits, like AP: a flushed subnormal would tie with 0 and lose the tie.
+    scores = np.array([[0.0, 1e-40, 0.0], [-1e-40, -0.0, 0.0]], np.float32)
+    targets = np.array([1, 0])
+    got = np.asarray(_top_k(targets, scores, np.ones(2, bool), (1, 2)))
+    want = [skm.top_k_accuracy_score(targets, scores, k=k, labels=np.arange(3)) for k in (1, 2)]
+    np.testing.assert_array_equal(got, [0.5, 0.5])
+    np.testing.assert_array_equal(got, want)
+
+
 def test_top_k_errors():
     with pytest.raises(ValueError, match="k must"):
         M.top_k_accuracy(np.zeros(3, int), np.ones((3, 4)), k=(0,))

@@ -659,8 +659,10 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     num_classes = scores.shape[-1]
     index = lax.broadcasted_iota(jnp.int32, scores.shape, scores.ndim - 1)
     target = targets.astype(jnp.int32)[..., None]
-    target_score = jnp.take_along_axis(scores, jnp.clip(target, 0, num_classes - 1), axis=-1)
-    ahead = (scores > target_score) | ((scores == target_score) & (index > target))
+    # float32 scores are compared by their bits (subnormal scores above 0, as on the host)
+    keys = -scores if scores.dtype == jnp.float64 else descending_keys(scores)
+    target_key = jnp.take_along_axis(keys, jnp.clip(target, 0, num_classes - 1), axis=-1)
+    ahead = (keys < target_key) | ((keys == target_key) & (index > target))
     rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
     hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
     return jnp.stack(hits, axis=-1)
