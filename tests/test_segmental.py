@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
+from jaxseg._src.f1 import candidate_bound
 from jaxseg._src.segmentation import segmentation_statistics
 
 # Exact simple fractions, including 1/3 (a repeating binary fraction) and 1.
@@ -473,3 +474,80 @@ def test_float32_tie_is_settled_exactly():
         table([0, half], [half, union]), table([0], [union]), candidates, ((1, 2),)
     )
     assert [int(c[0]) for c in counts] == [1, 0, 1]
+
+
+# ------------------------------------------------------------------------------------------
+# The default capacity of the candidate matches.
+
+
+def _agreeing_runs(targets, predictions, background=()):
+    """Number of runs of the label pair where the labels agree and are kept (numpy)."""
+    starts = np.ones(len(targets), bool)
+    starts[1:] = (targets[1:] != targets[:-1]) | (predictions[1:] != predictions[:-1])
+    kept = ~np.isin(targets, background)
+    return int(np.sum(starts & (targets == predictions) & kept))
+
+
+def _adversarial_pairs(rng):
+    """Rows that reach or approach the candidate bound: equal rows, both changing together,
+    alternating targets against a constant prediction, and random rows."""
+    for length in (1, 2, 7, 40):
+        same = rng.integers(0, 3, length)
+        yield same, same.copy()
+        together = np.repeat(rng.integers(0, 4, length), 3)
+        yield together, np.where(rng.random(together.size) < 0.3, 9, together)
+        yield np.arange(length) % 2, np.zeros(length, int)
+        yield rng.integers(0, 2, length), rng.integers(0, 2, length)
+
+
+def test_candidate_bound_holds_and_is_reached():
+    rng = np.random.default_rng(8)
+    reached = False
+    for y, p in _adversarial_pairs(rng):
+        n_y, n_p = len(ref.runs(y)), len(ref.runs(p))
+        bound = candidate_bound(n_y, n_p, ())
+        assert _agreeing_runs(y, p) <= bound
+        reached |= _agreeing_runs(y, p) == bound
+    assert reached
+    # With background the kept segments can be split: 3 candidates for 3 + 1 segments.
+    y, p = np.array([1, 0, 1, 0, 1]), np.ones(5, int)
+    assert _agreeing_runs(y, p, (0,)) == 3 == candidate_bound(3, 1, (0,))
+    assert candidate_bound(3, 1, ()) == 2
+
+
+@pytest.mark.parametrize("background", [(), (0,)])
+def test_candidates_at_their_bound_do_not_overflow(background):
+    # Capacities equal to the true segment counts, and a row whose candidates reach the bound
+    # (the default candidate capacity): every row must come out right, with no overflow.
+    if background:
+        pairs = [(np.array([1, 0] * 45 + [1]), np.ones(91, int))]
+    else:
+        same = np.arange(90) % 3
+        pairs = [(same, same.copy()), *_adversarial_pairs(np.random.default_rng(9))]
+    T = max(len(y) for y, _ in pairs)
+    targets, predictions = np.zeros((2, len(pairs), T), np.int32)
+    mask = np.zeros((len(pairs), T), bool)
+    for i, (y, p) in enumerate(pairs):
+        targets[i, : len(y)], predictions[i, : len(p)], mask[i, : len(y)] = y, p, True
+    counts = [
+        max(len(ref.segments(r, m, background)) for r, m in zip(x, mask))
+        for x in (targets, predictions)
+    ]
+    most = max(_agreeing_runs(y, p, background) for y, p in pairs)
+    assert most == candidate_bound(*counts, background)
+    stats = segmentation_statistics(
+        targets,
+        predictions,
+        mask=mask,
+        overlaps=OVERLAPS,
+        background=background,
+        max_target_segments=counts[0],
+        max_predicted_segments=counts[1],
+    )
+    assert not np.any(stats.overflow)
+    for i, (y, p) in enumerate(pairs):
+        tp, fp, fn = ref.segmental_counts(y, p, OVERLAPS, background=background)
+        np.testing.assert_array_equal(stats.tp[i], tp)
+        np.testing.assert_array_equal(stats.fp[i], fp)
+        np.testing.assert_array_equal(stats.fn[i], fn)
+        assert stats.edit_distance[i] == ref.edit_distance(y, p, background=background)

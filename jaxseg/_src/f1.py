@@ -46,6 +46,21 @@ def legacy_last_end(segments: Segments, n) -> Segments:
     return segments._replace(ends=ends)
 
 
+def candidate_bound(target_segments: int, predicted_segments: int, background: tuple) -> int:
+    """The most candidate matches two sequences of ``S_t`` and ``S_p`` kept segments can have.
+
+    A candidate is a run of the label pair where both labels agree (and are kept). Without
+    background, two agreeing runs that follow each other are separated by a disagreeing run or
+    by a frame where both sequences change label; counting the runs and boundaries of the pair
+    gives ``A - 1 <= (S_t + S_p - 1 - A)``, so ``A <= (S_t + S_p) / 2``. With background the
+    kept segments can be split by background runs (targets ``A 0 A 0 A`` against predictions
+    ``A A A A A``: 3 candidates for 3 + 1 segments), and the bound is ``S_t + S_p - 1``.
+    """
+    if background:
+        return max(target_segments + predicted_segments - 1, 1)
+    return max((target_segments + predicted_segments) // 2, 1)
+
+
 def match_candidates(
     words: PairWords, *, capacity: int, target_capacity: int, prediction_capacity: int
 ) -> Candidates:

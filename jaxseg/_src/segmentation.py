@@ -10,7 +10,13 @@ import jax.numpy as jnp
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
-from jaxseg._src.f1 import Candidates, legacy_last_end, match_candidates, match_counts
+from jaxseg._src.f1 import (
+    Candidates,
+    candidate_bound,
+    legacy_last_end,
+    match_candidates,
+    match_counts,
+)
 from jaxseg._src.numerics import popcount, safe_divide
 from jaxseg._src.segments import (
     PairWords,
@@ -179,8 +185,8 @@ def static_arguments(
     """Validated static arguments of :func:`segmentation_statistics` for padded length T.
 
     The candidate matches (same-label overlapping segment pairs) number at most
-    ``S_t + S_p - 1`` and at most T, so their default capacity can never overflow unless a
-    segment table does.
+    :func:`~jaxseg._src.f1.candidate_bound` and at most T, so their default capacity can never
+    overflow unless a segment table does.
     """
     T = max(T, 1)
     target_capacity = (
@@ -193,12 +199,14 @@ def static_arguments(
         )
         or T
     )
+    background = checks.static_labels("background", background)
+    bound = candidate_bound(target_capacity, prediction_capacity, background)
     return dict(
         thresholds=checks.static_thresholds("overlaps", overlaps),
-        background=checks.static_labels("background", background),
+        background=background,
         target_capacity=target_capacity,
         prediction_capacity=prediction_capacity,
-        candidate_capacity=candidate_capacity or min(T, target_capacity + prediction_capacity),
+        candidate_capacity=candidate_capacity or min(T, bound),
         legacy_asformer_end=bool(legacy_asformer_end),
     )
 
