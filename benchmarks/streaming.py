@@ -10,8 +10,8 @@ checked against the baseline (1e-9).
 
 The jitted ``jaxseg.streaming.segmentation(...).update`` is timed on padded batches of the first
 16, 64, 256 and 512 videos with static capacities, each call taking the previous state as an eval
-loop does (compilation excluded, best of ``max(--repeats, 10)``); frames/second counts padded
-frames.
+loop does (compilation excluded; the best and the median of 100 calls, as a call takes
+0.3-10 ms and this machine's speed drifts); frames/second counts padded frames.
 
 Run: ``python benchmarks/streaming.py [--repeats N] [--quick]``.
 """
@@ -129,15 +129,17 @@ def run_update(targets, predictions, repeats, batch, max_target_segments, max_pr
     def step():
         states[0] = jax.block_until_ready(update(states[0], inputs[0], inputs[1], mask=inputs[2]))
 
-    elapsed, _ = best_of(step, max(repeats, 10))
+    times = [timed(step)[0] for _ in range(100)]
+    elapsed, median = min(times), float(np.median(times))
     results = acc.compute(states[0])
     assert float(results["overflow"]) == 0, "capacity too small for this data"
     frames = padded_t.size
     print(
         f"\njitted segmentation update, batch {padded_t.shape}, capacities "
         f"{max_target_segments}/{max_predicted_segments}: first call {compile_time:.1f} s, "
-        f"then {elapsed * 1e3:.1f} ms = {frames / elapsed / 1e6:.1f} M frames/s "
-        f"({int(mask.sum()) / elapsed / 1e6:.1f} M valid frames/s)",
+        f"then {elapsed * 1e3:.2f} ms = {frames / elapsed / 1e6:.1f} M frames/s "
+        f"({int(mask.sum()) / elapsed / 1e6:.1f} M valid frames/s); median "
+        f"{median * 1e3:.2f} ms = {frames / median / 1e6:.1f} M frames/s",
         flush=True,
     )
 
