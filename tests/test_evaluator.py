@@ -9,6 +9,9 @@ of them share a handful of compiled programs.
 from __future__ import annotations
 
 import math
+import os
+import signal
+import time
 
 import _reference as ref
 import numpy as np
@@ -337,6 +340,23 @@ def test_int8_and_int32_buffers_agree(padding):
     np.testing.assert_array_equal(
         results[0]["class_accuracy"][123:], results[1]["class_accuracy"][200:]
     )
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_host_copies_work_in_a_forked_child():
+    # The copy threads do not survive a fork; the child must start its own, not wait forever.
+    from jaxseg._src import padding
+
+    sources = [np.arange(6), np.arange(6) * 2]
+    list(padding._COPIERS.map(time.sleep, (0.05, 0.05)))  # both of the parent's threads idle
+    pid = os.fork()
+    if pid == 0:  # child: numpy only, killed by the alarm if a copy never runs
+        signal.alarm(20)
+        destinations = [np.zeros(6, int), np.zeros(6, int)]
+        padding.copy_pair(destinations, sources)
+        os._exit(0 if all(map(np.array_equal, destinations, sources)) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int64, np.uint32])

@@ -196,7 +196,7 @@ class Evaluator:
             targets.append(t)
             predictions.append(p)
         bound = largest_label(targets, predictions)
-        if bound > (self.num_classes or _INT32.max + 1) - 1:  # find the video, name the label
+        if bound >= (self.num_classes or _INT32.max + 1):  # find the video, name the label
             for video, t, p in zip(names, targets, predictions):
                 self._check_range(
                     [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
