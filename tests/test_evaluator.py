@@ -343,6 +343,7 @@ def test_int8_and_int32_buffers_agree(padding):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # JAX's; the child uses numpy only
 def test_host_copies_work_in_a_forked_child():
     # The copy threads do not survive a fork; the child must start its own, not wait forever.
     from jaxseg._src import padding
