@@ -621,7 +621,9 @@ def top_k_accuracy(
 
     The rank of the target is the number of classes with a higher score plus the number of
     tied classes with a higher index (scikit-learn's rule: ties go to the higher index).
-    A row is correct at ``k`` when that rank is below ``k``; no sort is needed.
+    A row is correct at ``k`` when that rank is below ``k``; no sort is needed. float32 scores
+    are compared by their bits, so a subnormal score ranks above 0 as on the host (XLA's CPU
+    code flushes subnormals to zero in float comparisons).
 
     Args:
       targets: integer ``[..., N]`` class indices in [0, C).
