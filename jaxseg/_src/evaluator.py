@@ -245,7 +245,7 @@ class Evaluator:
         counts = jax.device_get(_pooled_class_counts(tallies, num_classes=bucket(classes)))
         counts = counts[:, :classes].astype(np.int64)
         for label, frames in zip(self.background, background_frames.sum(axis=0).T):
-            if label < classes:  # a larger background label does not occur
+            if 0 <= label < classes:  # a negative or larger background label does not occur
                 counts[:, label] += frames
         self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], jax.device_get(stats)))
         self._class_counts += counts
