@@ -179,3 +179,18 @@ def test_to_segments_matches_reference(specs, background):
             assert int(counts[i]) == len(want)
             assert int(small.count[i]) == len(want)  # the true count, even past the capacity
             assert table(small, i) == want[:SMALL]
+
+
+@pytest.mark.parametrize("words", [1, 7, 8, 9, 192, 4097, 500_000, 1 << 19])
+def test_running_popcounts_are_exact(words):
+    # Blocked float32 matrix products below 2^24 (the largest sums: every bit set), a prefix
+    # scan from 2^19 words on; both exact.
+    from jaxseg._src.segments import _running_counts
+
+    rng = np.random.default_rng(words)
+    values = rng.integers(0, 2**32, words, dtype=np.uint32)
+    values[: words // 2] = 0xFFFFFFFF
+    counts, running = jax.jit(_running_counts)(values)
+    bits = np.unpackbits(values.view(np.uint8)).reshape(words, 32).sum(axis=1)
+    np.testing.assert_array_equal(np.asarray(counts), bits)
+    np.testing.assert_array_equal(np.asarray(running), np.cumsum(bits))
