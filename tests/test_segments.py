@@ -181,16 +181,26 @@ def test_to_segments_matches_reference(specs, background):
             assert table(small, i) == want[:SMALL]
 
 
-@pytest.mark.parametrize("words", [1, 7, 8, 9, 192, 4097, 500_000, 1 << 19])
-def test_running_popcounts_are_exact(words):
-    # Blocked float32 matrix products below 2^24 (the largest sums: every bit set), a prefix
-    # scan from 2^19 words on; both exact.
+@pytest.mark.parametrize(
+    ("n", "largest"), [(1, 1), (7, 32), (64, 1), (65, 32), (4097, 32), (300_000, 1), (600_000, 31)]
+)
+def test_running_sums_are_exact(n, largest):
+    # Blocked float32 matrix products (one, two or three levels of 64) while largest * n is
+    # below 2^24, a prefix scan beyond (the last case); large values first, so that every
+    # partial sum is as large as it can be.
+    from jaxseg._src.numerics import running_sum
+
+    values = np.random.default_rng(n).integers(0, largest + 1, n)
+    values[: 9 * n // 10] = largest
+    got = jax.jit(lambda x: running_sum(x, largest=largest))(values.astype(np.int32))
+    np.testing.assert_array_equal(np.asarray(got), np.cumsum(values))
+
+
+def test_running_popcounts():
     from jaxseg._src.segments import _running_counts
 
-    rng = np.random.default_rng(words)
-    values = rng.integers(0, 2**32, words, dtype=np.uint32)
-    values[: words // 2] = 0xFFFFFFFF
-    counts, running = jax.jit(_running_counts)(values)
-    bits = np.unpackbits(values.view(np.uint8)).reshape(words, 32).sum(axis=1)
+    words = np.random.default_rng(0).integers(0, 2**32, 300, dtype=np.uint32)
+    counts, running = _running_counts(words)
+    bits = np.unpackbits(words.view(np.uint8)).reshape(300, 32).sum(axis=1)
     np.testing.assert_array_equal(np.asarray(counts), bits)
     np.testing.assert_array_equal(np.asarray(running), np.cumsum(bits))

@@ -8,7 +8,6 @@ cumulative sum or scatter is needed.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
@@ -18,7 +17,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
-from jaxseg._src.numerics import popcount
+from jaxseg._src.numerics import popcount, running_sum
 
 WORD_BITS = 32
 _ALL_ONES = np.uint32(0xFFFFFFFF)
@@ -292,32 +291,10 @@ def _select_in_word(word, rank):
     return position
 
 
-def _running_sum(counts):
-    """Inclusive running sum of int32 ``counts [W]`` (set bits per word, at most 32 each).
-
-    Two triangular matrix products over blocks of ``b ~ sqrt(W)`` words: the running sums
-    inside each block, then the block totals before it. float32 is exact while the sums stay
-    below 2^24 (sequences under 16 M frames; a parallel prefix scan beyond). On CPU this is
-    2x faster than ``lax.associative_scan`` and compiles 3x faster (fewer kernels); ``cumsum``
-    lowers to a windowed reduction, quadratic in ``W``.
-    """
-    words = counts.shape[-1]
-    if words * WORD_BITS >= 1 << 24:
-        return lax.associative_scan(jnp.add, counts)
-    size = max(8, 1 << math.ceil(math.log2(math.sqrt(words))))  # words per block
-    blocks = -(-words // size)
-    grid = jnp.pad(counts, (0, blocks * size - words)).astype(jnp.float32).reshape(blocks, size)
-    exact = lax.Precision.HIGHEST
-    within = jnp.matmul(grid, jnp.triu(jnp.ones((size, size), jnp.float32)), precision=exact)
-    upper = jnp.triu(jnp.ones((blocks, blocks), jnp.float32), 1)
-    before = jnp.matmul(within[:, -1], upper, precision=exact)
-    return (within + before[:, None]).reshape(-1)[:words].astype(jnp.int32)
-
-
 def _running_counts(words):
     """int32 ``(counts, running)``: set bits per word and their inclusive running sum."""
     counts = popcount(words).astype(jnp.int32)
-    return counts, _running_sum(counts)
+    return counts, running_sum(counts, largest=WORD_BITS)
 
 
 def select_bits(words, capacity: int):
