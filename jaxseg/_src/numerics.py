@@ -85,8 +85,9 @@ def running_sum(x, *, largest: int):
     Blocks of 64 entries are summed by a float32 matrix product with a triangular matrix, and
     the block totals by the same scheme: about 64 multiply-adds per entry and a few kernels
     per level of 64. float32 is exact while ``largest * N < 2**24``; beyond, a parallel
-    prefix scan. On CPU this is about twice as fast as ``lax.associative_scan`` and compiles
-    3x faster, and ``jnp.cumsum`` lowers to a windowed reduction, quadratic in N.
+    prefix scan. On CPU it runs as fast as ``lax.associative_scan`` with a third of the
+    kernels (its compilation is ~3x faster), and ``jnp.cumsum`` lowers to a windowed
+    reduction, quadratic in N.
 
     >>> running_sum(jnp.array([1, 0, 3, 2]), largest=3).tolist()
     [1, 1, 4, 6]
