@@ -317,7 +317,8 @@ class Evaluator:
     def _fill_videos(self, names, gt, pred):
         targets = [video_array(n, "targets", g) for n, g in zip(names, gt)]
         predictions = [video_array(n, "predictions", p) for n, p in zip(names, pred)]
-        return self._buffers.fill_videos(names, targets, predictions)
+        bound = largest_label(targets, predictions)
+        return self._buffers.fill_videos(names, targets, predictions, bound)
 
     def _check_range(self, names, low, high):
         for side, what in enumerate(("targets", "predictions")):

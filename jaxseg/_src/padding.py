@@ -167,10 +167,10 @@ class PaddedBuffers:
             self._cache = {key: (aligned_zeros(shape, dtype), aligned_zeros(shape, dtype))}
         return self._cache[key]
 
-    def fill_videos(self, names, targets, predictions, bound: int = 1 << 63):
+    def fill_videos(self, names, targets, predictions, bound: int):
         """Pads 1-D videos; returns ``(targets, predictions, lengths)`` of bucketed shape.
 
-        ``bound`` is the largest label (:func:`label_bound`), or larger when unknown.
+        ``bound`` is the largest label (:func:`largest_label`): it chooses the buffers' type.
         Raises ValueError naming the video when its two lengths differ.
         """
         lengths = np.fromiter((len(t) for t in targets), np.int64, len(targets))
