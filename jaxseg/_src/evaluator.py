@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks
+from jaxseg._src.compilation import jit
 from jaxseg._src.f1 import Candidates, candidate_overlaps
 from jaxseg._src.numerics import popcount
 from jaxseg._src.padding import (
@@ -44,9 +45,7 @@ def _survey(targets, predictions, lengths, *, background):
     sizes = jnp.stack(
         [total(words.target.starts), total(words.prediction.starts), total(words.matches)]
     )
-    tallies = jax.vmap(background_tallies, in_axes=(0, 0, 0, None))(
-        targets, predictions, lengths, background
-    )
+    tallies = jax.vmap(background_tallies)(words)
     return words, sizes, tallies
 
 
@@ -77,15 +76,17 @@ def _video_measure(t, p, n, words, *, tables, options):
     return stats, _label_range(target, prediction), tallies
 
 
-@functools.partial(jax.jit, static_argnames=("tables", "options"))
+@jit(static_argnames=("tables", "options"))
 def _measure(targets, predictions, lengths, words, *, tables, options):
     """Phase 2: per-video statistics, label ranges, and class-count entries (``tables`` and
-    ``options``: static keyword items of ``tables_from_words`` and ``statistics_from_tables``)."""
+    ``options``: static keyword items of ``tables_from_words`` and ``statistics_from_tables``).
+
+    Compiled for a short compilation (:mod:`jaxseg._src.compilation`), unlike phase 1."""
     one = lambda *args: _video_measure(*args, tables=dict(tables), options=dict(options))  # noqa: E731
     return jax.vmap(one)(targets, predictions, lengths, words)
 
 
-@functools.partial(jax.jit, static_argnames="num_classes")
+@jit(static_argnames="num_classes")
 def _pooled_class_counts(tallies, *, num_classes):
     """int32 ``[3, C]``: target, predicted and correct frames of each class over a batch."""
 

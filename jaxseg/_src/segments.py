@@ -234,6 +234,8 @@ class PairWords(NamedTuple):
       matches: an overlap of a target segment with a same-label predicted segment starts at
         ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
         so these bits enumerate the candidate matches of the segmental F1.
+      background: ``[2, len(background), W]``: the target (row 0) or the prediction (row 1)
+        is the background label ``background[i]`` at ``t``.
     """
 
     target: LabelWords
@@ -241,6 +243,7 @@ class PairWords(NamedTuple):
     correct: jax.Array
     joint: jax.Array
     matches: jax.Array
+    background: jax.Array
 
 
 def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
@@ -248,15 +251,20 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
 
     def flags(now, before):
         t, p = now
-        kept = (~is_background(t, background), ~is_background(p, background)) if background else ()
-        return (t != before[0], p != before[1], t == p, *kept)
+        labelled = [t == b for b in background] + [p == b for b in background]
+        return (t != before[0], p != before[1], t == p, *labelled)
 
-    changes_t, changes_p, correct, *kept = pack_frame_flags(flags, (targets, predictions))
+    changes_t, changes_p, correct, *labelled = pack_frame_flags(flags, (targets, predictions))
     valid = _valid_words(n, correct.shape[-1])
     first = _frame_bit(0, valid.shape[-1])
     runs_t, runs_p = (changes_t | first) & valid, (changes_p | first) & valid
     correct = correct & valid
-    kept_t, kept_p = (k & valid for k in kept) if background else (valid, valid)
+    if background:
+        labelled = jnp.stack(labelled).reshape(2, len(background), -1) & valid[None, None]
+    else:
+        labelled = jnp.zeros((2, 0, valid.shape[-1]), jnp.uint32)
+    in_background = lax.reduce(labelled, np.uint32(0), lax.bitwise_or, (1,))
+    kept_t, kept_p = valid & ~in_background[0], valid & ~in_background[1]
     joint = runs_t | runs_p
     return PairWords(
         _label_words(runs_t, kept_t, n),
@@ -264,19 +272,16 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
         correct,
         joint,
         joint & correct & kept_t,
+        labelled,
     )
 
 
-def background_tallies(t, p, n, background):
+def background_tallies(words: PairWords):
     """int32 ``[3, len(background)]``: target, predicted and correct frames of each background
     label of one video (its frames are in no segment table)."""
-    valid = _valid_words(n, word_count(t.shape[-1]))
-
-    def frames(flags):
-        return jnp.sum(popcount(pack_bits(flags) & valid).astype(jnp.int32))
-
-    rows = [(frames(t == b), frames(p == b), frames((t == b) & (p == b))) for b in background]
-    return jnp.array(rows, jnp.int32).reshape(-1, 3).T
+    frames = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
+    target, prediction = words.background
+    return jnp.stack([frames(target), frames(prediction), frames(target & words.correct[None])])
 
 
 def _select_in_word(word, rank):

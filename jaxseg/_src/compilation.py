@@ -1,0 +1,50 @@
+"""``jax.jit`` with XLA options that compile faster on CPU, for programs whose compilation
+costs more than their run: the Evaluator's phase 2 compiles once per dataset shape.
+
+XLA:CPU's default code generation in JAX 0.10 (the MLIR fusion emitters) compiles phase 2,
+about 190 small fusions, in 2.0-2.5 s; its classic emitters in 1.2-1.8 s, and the program
+gives the same bits in ~6% more time (0.7 ms of 11, Breakfast-shaped; ``benchmarks/README.md``).
+Memory-bound passes are slower with them (the frame pass: 2-3 ms), so they keep ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+
+_FAST_CPU_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+
+
+@functools.cache
+def compiler_options() -> dict:
+    """The fast-compile options if this XLA knows them (other versions may not), else {}."""
+    try:
+        probe = jax.jit(lambda x: x + 1, compiler_options=_FAST_CPU_COMPILE)
+        probe.lower(np.int32(0)).compile()
+    except Exception:  # an unknown option, or a jax.jit without compiler_options
+        return {}
+    return dict(_FAST_CPU_COMPILE)
+
+
+def jit(fun=None, **jit_kwargs):
+    """``jax.jit(fun, **jit_kwargs)`` with :func:`compiler_options`, built at the first call
+    (so that importing jaxseg compiles nothing). Usable as ``@jit`` or ``@jit(...)``.
+
+    >>> double = jit(lambda x: 2 * x)
+    >>> int(double(3))
+    6
+    """
+    if fun is None:
+        return functools.partial(jit, **jit_kwargs)
+    compiled = None
+
+    @functools.wraps(fun)
+    def call(*args, **kwargs):
+        nonlocal compiled
+        if compiled is None:
+            compiled = jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs)
+        return compiled(*args, **kwargs)
+
+    return call
