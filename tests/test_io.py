@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -235,6 +239,51 @@ def test_dataset_errors(tmp_path):
         io.load_segmentation_dataset(truth, predictions)
     with pytest.raises(io.InputError, match=r"other\.txt: mapping file not found"):
         io.load_segmentation_dataset(truth, predictions, mapping=tmp_path / "other.txt")
+
+
+_FORKED_READING = textwrap.dedent(
+    """
+    import sys
+    from jaxseg._src.io_files import InputError, start_loading
+
+    assert "jax" not in sys.modules  # forking is only safe before JAX starts its threads
+    truth, predictions, bad = sys.argv[1:]
+    calls = []
+    forked = start_loading(truth, predictions, processes=2)(lambda *a: calls.append(a))
+    here = start_loading(truth, predictions, processes=1)()
+    assert forked.names == here.names and forked.class_names == here.class_names
+    for a, b in zip(forked.targets + forked.predictions, here.targets + here.predictions):
+        assert a.dtype == b.dtype and (a == b).all()
+    assert calls[-1] == (len(here.names), len(here.names)), calls
+    assert all(x[0] < y[0] for x, y in zip(calls, calls[1:])), calls
+    try:
+        start_loading(bad, predictions, processes=2)()
+    except InputError as error:
+        print(error)
+    """
+)
+
+
+def test_forked_reading_equals_reading_here(tmp_path):
+    """The command line reads with two forked processes before it imports JAX: the same
+    dataset, and the error of the first bad video in order, as reading in one process."""
+    videos = random_videos(2, 40, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for path in truth.iterdir():
+        (bad / path.name).write_bytes(path.read_bytes())
+    names = sorted(videos)
+    (bad / f"{names[3]}.txt").write_text("take\nfly\n")  # unknown label, an early part
+    (bad / f"{names[37]}.txt").write_text("take\n")  # wrong length, a late part
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED_READING, str(truth), str(predictions), str(bad)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{bad / names[3]}.txt:2: unknown label 'fly'"), done.stdout
 
 
 def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):

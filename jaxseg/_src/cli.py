@@ -24,9 +24,7 @@ from jaxseg._src.demo import DEMO_DIRECTORY
 from jaxseg._src.io_files import (
     InputError,
     SegmentationDataset,
-    find_mapping,
-    load_segmentation_dataset,
-    read_mapping,
+    start_loading,
     write_atomic,
 )
 
@@ -261,16 +259,32 @@ def _ground_truth_folder(path: str) -> Path:
 
 
 def _read(ground_truth: Path, predictions: Path, args, mapping=None) -> SegmentationDataset:
-    """Reads a dataset with a progress bar; a broken mapping is reported before any label."""
-    mapping = mapping or args.mapping or find_mapping(ground_truth)
-    if mapping is not None:
-        read_mapping(mapping)
-    reading = Progress(f"reading {predictions.name}", enabled=not args.quiet)
-    dataset = load_segmentation_dataset(
-        ground_truth, predictions, mapping=mapping, split=args.split, progress=reading
+    """Reads a dataset with a progress bar, and loads JAX meanwhile: before JAX is imported
+    (the first read), two forked processes read the files (a process running JAX's threads
+    must not fork). A broken mapping is reported before any label."""
+    finish = start_loading(
+        ground_truth,
+        predictions,
+        mapping=mapping or args.mapping,
+        split=args.split,
+        processes=1 if "jax" in sys.modules else 2,
     )
+    _load_jax()
+    reading = Progress(f"reading {predictions.name}", enabled=not args.quiet)
+    dataset = finish(reading)
     reading.close()
     return dataset
+
+
+def _load_jax() -> None:
+    """Imports JAX and the evaluator, enables the compilation cache, starts the backend."""
+    import jax
+
+    from jaxseg._src import compilation, evaluator  # noqa: F401
+
+    _enable_compilation_cache()
+    jax.devices()
+    compilation.compiler_options()
 
 
 def _background_indices(names: Sequence[str] | None, class_names: Sequence[str]) -> tuple:
@@ -642,7 +656,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "detection": cli_detection.run,
     }
     try:
-        _enable_compilation_cache()
+        if args.command == "detection":  # the others load JAX while they read their files
+            _load_jax()
         return commands[args.command](args)
     except InputError as error:
         print(f"jaxseg: error: {error}", file=sys.stderr)

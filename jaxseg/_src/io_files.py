@@ -6,9 +6,12 @@ names the file (and the line, where there is one). Nothing here imports JAX.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
 
@@ -327,6 +330,95 @@ def _check_in_range(path: Path, labels: np.ndarray, mapping, num_classes: int) -
         )
 
 
+def read_videos(
+    videos: Sequence[tuple[str, Path, Path]],
+    class_names: Sequence[str] | None,
+    mapping: Path | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The target and predicted labels of ``(name, ground_truth_file, prediction_file)``
+    triples (:func:`pair_files`), each checked against the classes and the other's length."""
+    class_index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
+    targets, outputs = [], []
+    for count, (name, truth_file, prediction_file) in enumerate(videos, start=1):
+        target = read_labels(truth_file, class_index)
+        prediction = read_labels(prediction_file, class_index)
+        if class_names is not None:
+            _check_in_range(truth_file, target, mapping, len(class_names))
+            _check_in_range(prediction_file, prediction, mapping, len(class_names))
+        if target.shape != prediction.shape:
+            raise InputError(
+                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
+                f"{target.size} ground-truth frames ({truth_file})"
+            )
+        targets.append(target)
+        outputs.append(prediction)
+        if progress is not None:
+            progress(count, len(videos))
+    return targets, outputs
+
+
+def _dataset(videos, targets, outputs, class_names) -> SegmentationDataset:
+    if class_names is None:
+        num_classes = 1 + max(int(labels.max()) for labels in (*targets, *outputs))
+        class_names = tuple(str(i) for i in range(num_classes))
+    return SegmentationDataset(
+        names=tuple(name for name, _, _ in videos),
+        targets=tuple(targets),
+        predictions=tuple(outputs),
+        class_names=tuple(class_names),
+    )
+
+
+def start_loading(
+    ground_truth: str | os.PathLike,
+    predictions: str | os.PathLike,
+    *,
+    mapping: str | os.PathLike | None = None,
+    split: str | os.PathLike | None = None,
+    processes: int = 1,
+) -> Callable[..., SegmentationDataset]:
+    """Starts :func:`load_segmentation_dataset`; returns ``finish(progress=None)``, which
+    waits for the files and returns the dataset.
+
+    The folders, mapping and split are checked at once. With ``processes > 1`` (Linux) the
+    label files are then read by that many forked processes, which start now: the caller can
+    work meanwhile (the command line imports JAX, ~1 s, as long as reading a Breakfast-sized
+    folder). Fork only from a process without threads: not after JAX has been imported.
+    """
+    ground_truth, predictions = Path(ground_truth), Path(predictions)
+    if mapping is None:
+        mapping = find_mapping(ground_truth)
+    class_names = read_mapping(mapping) if mapping is not None else None
+    videos = pair_files(ground_truth, predictions, None if split is None else read_split(split))
+    if processes <= 1 or sys.platform != "linux" or len(videos) < 2:
+        return lambda progress=None: _dataset(
+            videos, *read_videos(videos, class_names, mapping, progress), class_names
+        )
+    step = -(-len(videos) // (8 * processes))  # small parts: the processes finish together
+    parts = [videos[start : start + step] for start in range(0, len(videos), step)]
+    readers = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork"))
+    pending = [readers.submit(read_videos, part, class_names, mapping) for part in parts]
+
+    def finish(progress=None):
+        try:
+            done = 0
+            for part in as_completed(pending):
+                if part.exception() is not None:
+                    break  # raised below, after any earlier part's error
+                done += len(part.result()[0])
+                if progress is not None:
+                    progress(done, len(videos))
+            results = [part.result() for part in pending]  # the first bad video in order
+        finally:
+            readers.shutdown(cancel_futures=True)
+        targets = [labels for result in results for labels in result[0]]
+        outputs = [labels for result in results for labels in result[1]]
+        return _dataset(videos, targets, outputs, class_names)
+
+    return finish
+
+
 def load_segmentation_dataset(
     ground_truth: str | os.PathLike,
     predictions: str | os.PathLike,
@@ -361,37 +453,7 @@ def load_segmentation_dataset(
     >>> len(data.names), data.names[0], data.class_names[-1], data.targets[0].shape
     (28, 'S1_Cheese_C1', 'background', (579,))
     """
-    ground_truth, predictions = Path(ground_truth), Path(predictions)
-    if mapping is None:
-        mapping = find_mapping(ground_truth)
-    class_names = read_mapping(mapping) if mapping is not None else None
-    class_index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
-    videos = pair_files(ground_truth, predictions, None if split is None else read_split(split))
-    targets, outputs = [], []
-    for count, (name, truth_file, prediction_file) in enumerate(videos, start=1):
-        target = read_labels(truth_file, class_index)
-        prediction = read_labels(prediction_file, class_index)
-        if class_names is not None:
-            _check_in_range(truth_file, target, mapping, len(class_names))
-            _check_in_range(prediction_file, prediction, mapping, len(class_names))
-        if target.shape != prediction.shape:
-            raise InputError(
-                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
-                f"{target.size} ground-truth frames ({truth_file})"
-            )
-        targets.append(target)
-        outputs.append(prediction)
-        if progress is not None:
-            progress(count, len(videos))
-    if class_names is None:
-        num_classes = 1 + max(int(labels.max()) for labels in (*targets, *outputs))
-        class_names = tuple(str(i) for i in range(num_classes))
-    return SegmentationDataset(
-        names=tuple(name for name, _, _ in videos),
-        targets=tuple(targets),
-        predictions=tuple(outputs),
-        class_names=tuple(class_names),
-    )
+    return start_loading(ground_truth, predictions, mapping=mapping, split=split)(progress)
 
 
 def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
