@@ -1,5 +1,5 @@
 """``python -m jaxseg``: the command-line interface."""
 
-from jaxseg.cli import main
+from jaxseg.cli import run
 
-raise SystemExit(main())
+run()

@@ -1,5 +1,8 @@
-"""The ``jaxseg`` command (``jaxseg evaluate ...``, also ``python -m jaxseg``)."""
+"""The ``jaxseg`` command (``jaxseg evaluate ...``, also ``python -m jaxseg``).
 
-from jaxseg._src.cli import main
+``main(argv)`` returns the exit status (for use in a program); ``run()`` is the console command.
+"""
 
-__all__ = ["main"]
+from jaxseg._src.cli import main, run
+
+__all__ = ["main", "run"]

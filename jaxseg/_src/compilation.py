@@ -3,8 +3,8 @@ costs more than their run: the Evaluator's phase 2 compiles once per dataset sha
 
 XLA:CPU's default code generation in JAX 0.10 (the MLIR fusion emitters) compiles phase 2,
 about 190 small fusions, in 2.0-2.5 s; its classic emitters in 1.2-1.8 s, and the program
-gives the same bits in ~6% more time (0.7 ms of 11, Breakfast-shaped; ``benchmarks/README.md``).
-Memory-bound passes are slower with them (the frame pass: 2-3 ms), so they keep ``jax.jit``.
+gives the same bits 0.3-1.9 ms later (of ~10 ms, Breakfast-shaped; ``benchmarks/README.md``).
+Memory-bound passes lose more (the frame pass: 2-3 ms), so they keep ``jax.jit``.
 """
 
 from __future__ import annotations

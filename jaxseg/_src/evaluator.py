@@ -81,7 +81,7 @@ def _measure(targets, predictions, lengths, words, *, tables, options):
     """Phase 2: per-video statistics, label ranges, and class-count entries (``tables`` and
     ``options``: static keyword items of ``tables_from_words`` and ``statistics_from_tables``).
 
-    Compiled for a short compilation (:mod:`jaxseg._src.compilation`), unlike phase 1."""
+    Compiled with the fast-compiling options of :mod:`jaxseg._src.compilation`, unlike phase 1."""
     one = lambda *args: _video_measure(*args, tables=dict(tables), options=dict(options))  # noqa: E731
     return jax.vmap(one)(targets, predictions, lengths, words)
 
