@@ -176,3 +176,15 @@ def test_real_command_no_traceback_and_clean_json(dataset):
     assert good.stderr == ""
 
     assert json.loads(good.stdout)["summary"]["videos"] == 28
+
+
+def test_interrupt_is_one_line_and_status_130(dataset, capsys, monkeypatch):
+    """Ctrl-C: no traceback, the shell's status for SIGINT."""
+    _, truth, predictions = dataset
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("jaxseg._src.cli._evaluator", interrupted)
+    assert main(["evaluate", str(truth), str(predictions)]) == 130
+    assert capsys.readouterr() == ("", "jaxseg: interrupted\n")

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -284,6 +285,45 @@ def test_forked_reading_equals_reading_here(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{bad / names[3]}.txt:2: unknown label 'fly'"), done.stdout
+
+
+_ABANDONED_READING = textwrap.dedent(
+    """
+    import multiprocessing, os, sys
+    from jaxseg._src.io_files import start_loading
+
+    start_loading(sys.argv[1], sys.argv[2], processes=2)  # never finished
+    with open(sys.argv[3], "w") as out:
+        print(*(child.pid for child in multiprocessing.active_children()), file=out)
+    os._exit(0)  # as the command ends: no interpreter teardown
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"  # a zombie has ended (its new parent may not reap it)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked readers are Linux-only")
+def test_forked_readers_end_with_their_parent(tmp_path):
+    """A command that ends (or is killed) while its readers work leaves no process behind."""
+    truth, predictions = write_dataset(tmp_path, random_videos(3, 40, len(NAMES), 2000), NAMES)
+    listing = tmp_path / "readers.txt"
+    done = subprocess.run(  # no pipes: a leftover reader would hold them open
+        [sys.executable, "-c", _ABANDONED_READING, str(truth), str(predictions), str(listing)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+        timeout=120,
+    )
+    pids = [int(pid) for pid in listing.read_text().split()]
+    assert done.returncode == 0 and len(pids) == 2, pids
+    deadline = time.monotonic() + 10
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, pids))
 
 
 def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ from jaxseg._src.io_files import (
 )
 
 USER_ERROR = 2
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
 
 
@@ -686,3 +687,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `jaxseg evaluate ... | head`
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print("jaxseg: interrupted", file=sys.stderr)
+        return INTERRUPTED

@@ -6,8 +6,10 @@ names the file (and the line, where there is one). Nothing here imports JAX.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -370,6 +372,15 @@ def _dataset(videos, targets, outputs, class_names) -> SegmentationDataset:
     )
 
 
+def _reader_setup(parent: int) -> None:
+    """In a forked reader: leave Ctrl-C to the parent, and end with the parent (Linux
+    ``PR_SET_PDEATHSIG``), so that no reader outlives an interrupted or crashed command."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)
+
+
 def start_loading(
     ground_truth: str | os.PathLike,
     predictions: str | os.PathLike,
@@ -397,7 +408,12 @@ def start_loading(
         )
     step = -(-len(videos) // (8 * processes))  # small parts: the processes finish together
     parts = [videos[start : start + step] for start in range(0, len(videos), step)]
-    readers = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("fork"))
+    readers = ProcessPoolExecutor(
+        processes,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_reader_setup,
+        initargs=(os.getpid(),),
+    )
     pending = [readers.submit(read_videos, part, class_names, mapping) for part in parts]
 
     def finish(progress=None):
