@@ -15,7 +15,7 @@ import pytest
 from _cli_data import random_videos, write_dataset, write_labels, write_mapping
 
 from jaxseg import io
-from jaxseg._src.io_files import find_mapping, pair_files, write_atomic
+from jaxseg._src.io_files import find_mapping, pair_files, start_loading, write_atomic
 
 NAMES = ("take", "open", "pour", "background")
 INDEX = {name: i for i, name in enumerate(NAMES)}
@@ -285,6 +285,21 @@ def test_forked_reading_equals_reading_here(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{bad / names[3]}.txt:2: unknown label 'fly'"), done.stdout
+
+
+def test_reading_here_when_no_process_can_start(tmp_path, monkeypatch):
+    """Where processes or semaphores are unavailable, the files are read in this process."""
+    truth, predictions = write_dataset(tmp_path, random_videos(4, 5, len(NAMES)), NAMES)
+
+    def unavailable(*args, **kwargs):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr("jaxseg._src.io_files.ProcessPoolExecutor", unavailable)
+    dataset = start_loading(truth, predictions, processes=2)()
+    expected = io.load_segmentation_dataset(truth, predictions)
+    assert dataset.names == expected.names
+    for a, b in zip(dataset.targets + dataset.predictions, expected.targets + expected.predictions):
+        np.testing.assert_array_equal(a, b)
 
 
 _ABANDONED_READING = textwrap.dedent(

@@ -402,19 +402,27 @@ def start_loading(
         mapping = find_mapping(ground_truth)
     class_names = read_mapping(mapping) if mapping is not None else None
     videos = pair_files(ground_truth, predictions, None if split is None else read_split(split))
+
+    def here(progress=None):
+        return _dataset(videos, *read_videos(videos, class_names, mapping, progress), class_names)
+
     if processes <= 1 or sys.platform != "linux" or len(videos) < 2:
-        return lambda progress=None: _dataset(
-            videos, *read_videos(videos, class_names, mapping, progress), class_names
-        )
+        return here
     step = -(-len(videos) // (8 * processes))  # small parts: the processes finish together
     parts = [videos[start : start + step] for start in range(0, len(videos), step)]
-    readers = ProcessPoolExecutor(
-        processes,
-        mp_context=multiprocessing.get_context("fork"),
-        initializer=_reader_setup,
-        initargs=(os.getpid(),),
-    )
-    pending = [readers.submit(read_videos, part, class_names, mapping) for part in parts]
+    readers = None
+    try:
+        readers = ProcessPoolExecutor(
+            processes,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_reader_setup,
+            initargs=(os.getpid(),),
+        )
+        pending = [readers.submit(read_videos, part, class_names, mapping) for part in parts]
+    except OSError:  # no processes or semaphores here (a sandbox, no /dev/shm): read here
+        if readers is not None:
+            readers.shutdown(wait=False, cancel_futures=True)
+        return here
 
     def finish(progress=None):
         try:
