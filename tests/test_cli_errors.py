@@ -163,19 +163,22 @@ def test_bad_arguments_exit_2_with_usage(dataset, capsys):
 
 
 def test_real_command_no_traceback_and_clean_json(dataset):
-    """``python -m jaxseg`` as a user runs it: exit codes, stdout holds only results."""
-    _, truth, _ = dataset
+    """``python -m jaxseg`` as a user runs it: exit codes, stdout holds only results, and a
+    second run that loads the compiled programs from the cache prints nothing more."""
+    root, truth, _ = dataset
     command = [sys.executable, "-m", "jaxseg", "evaluate"]
+    environment = {**os.environ, "JAXSEG_CACHE_DIR": str(root / "cache")}
     bad = subprocess.run([*command, str(truth), str(truth.parent / "x")], capture_output=True,
-                         text=True, check=False)  # fmt: skip
+                         text=True, check=False, env=environment)  # fmt: skip
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == f"jaxseg: error: {truth.parent / 'x'}: predictions folder not found\n"
-    good = subprocess.run([*command, "--demo", "--format", "json"], capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    assert good.returncode == 0, good.stderr
-    assert good.stderr == ""
-
-    assert json.loads(good.stdout)["summary"]["videos"] == 28
+    for _ in range(2):  # compiles and fills the cache, then loads from it
+        good = subprocess.run([*command, "--demo", "--format", "json"], capture_output=True,
+                              text=True, check=False, env=environment)  # fmt: skip
+        assert good.returncode == 0, good.stderr
+        assert good.stderr == ""
+        assert json.loads(good.stdout)["summary"]["videos"] == 28
+        assert any((root / "cache").iterdir())
 
 
 def test_interrupt_is_one_line_and_status_130(dataset, capsys, monkeypatch):

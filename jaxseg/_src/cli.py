@@ -628,11 +628,13 @@ def _enable_compilation_cache() -> None:
     """Caches compiled programs on disk (``$JAXSEG_CACHE_DIR``, default ``~/.cache/jaxseg``).
 
     Compilation dominates a first run; with the cache, later runs start in about a second.
-    Left alone when the user configured JAX's cache already or set ``JAXSEG_CACHE_DIR=""``.
+    Left alone when the user configured JAX's cache already or set ``JAXSEG_CACHE_DIR=""``,
+    and before jax 0.10.2, whose CPU loader rejected the programs it had cached on the same
+    machine (an error on stderr at every later run; openxla/xla#44565).
     """
     import jax
 
-    if jax.config.jax_compilation_cache_dir is not None:
+    if jax.config.jax_compilation_cache_dir is not None or jax.__version_info__ < (0, 10, 2):
         return
     default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxseg"
     directory = os.environ.get("JAXSEG_CACHE_DIR", str(default))
