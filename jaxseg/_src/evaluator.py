@@ -12,7 +12,7 @@ import numpy as np
 from jaxseg._src import checks
 from jaxseg._src.compilation import jit
 from jaxseg._src.f1 import Candidates, candidate_overlaps
-from jaxseg._src.numerics import popcount
+from jaxseg._src.numerics import count_set_bits
 from jaxseg._src.padding import (
     PaddedBuffers,
     bucket,
@@ -41,9 +41,12 @@ def _survey(targets, predictions, lengths, *, background):
     segments, predicted segments and candidate matches of every video (to choose static
     capacities) and the frame counts of each background label."""
     words = jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
-    total = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
     sizes = jnp.stack(
-        [total(words.target.starts), total(words.prediction.starts), total(words.matches)]
+        [
+            count_set_bits(words.target.starts),
+            count_set_bits(words.prediction.starts),
+            count_set_bits(words.matches),
+        ]
     )
     tallies = jax.vmap(background_tallies)(words)
     return words, sizes, tallies

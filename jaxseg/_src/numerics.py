@@ -62,6 +62,15 @@ def popcount(words):
     return lax.population_count(words)
 
 
+def count_set_bits(words):
+    """int32 number of set bits of bit-packed ``words [..., W]``, over the last axis.
+
+    >>> int(count_set_bits(jnp.array([0b1011, 0b1], jnp.uint32)))
+    4
+    """
+    return jnp.sum(popcount(words).astype(jnp.int32), axis=-1)
+
+
 def _blocked_running_sum(x):
     """Running sum of float32 ``x`` along the last axis: a triangular matrix product inside
     blocks of 64, and the same function over the block totals."""

@@ -17,7 +17,7 @@ from jaxseg._src.f1 import (
     match_candidates,
     match_counts,
 )
-from jaxseg._src.numerics import popcount, safe_divide
+from jaxseg._src.numerics import count_set_bits, safe_divide
 from jaxseg._src.segments import (
     PairWords,
     Segments,
@@ -103,7 +103,7 @@ def statistics_from_tables(
     if legacy_asformer_end:
         target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
     tp, fp, fn = match_counts(target, prediction, candidates, thresholds)
-    correct = jnp.sum(popcount(words.correct).astype(jnp.int32))
+    correct = count_set_bits(words.correct)
     return SegmentationStatistics(
         n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
     )

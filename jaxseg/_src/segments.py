@@ -17,7 +17,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
-from jaxseg._src.numerics import popcount, running_sum
+from jaxseg._src.numerics import count_set_bits, popcount, running_sum
 
 WORD_BITS = 32
 _ALL_ONES = np.uint32(0xFFFFFFFF)
@@ -69,7 +69,7 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
 def _mask_summary(mask):
     """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
     words = pack_bits(mask)
-    length = jnp.sum(popcount(words).astype(jnp.int32))
+    length = count_set_bits(words)
     return length, jnp.all(words == _valid_words(length, words.shape[-1]))
 
 
@@ -279,9 +279,9 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
 def background_tallies(words: PairWords):
     """int32 ``[3, len(background)]``: target, predicted and correct frames of each background
     label of one video (its frames are in no segment table)."""
-    frames = lambda w: jnp.sum(popcount(w).astype(jnp.int32), axis=-1)  # noqa: E731
     target, prediction = words.background
-    return jnp.stack([frames(target), frames(prediction), frames(target & words.correct[None])])
+    correct = target & words.correct[None]
+    return jnp.stack([count_set_bits(target), count_set_bits(prediction), count_set_bits(correct)])
 
 
 def _select_in_word(word, rank):
@@ -392,7 +392,7 @@ def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Seg
 
 def count_of(labels, n, *, background: tuple[int, ...]):
     """Number of non-background runs of ``labels[:n]``."""
-    return jnp.sum(popcount(label_words(labels, n, background).starts).astype(jnp.int32))
+    return count_set_bits(label_words(labels, n, background).starts)
 
 
 # ------------------------------------------------------------------------------------------
