@@ -8,14 +8,20 @@ of them share a handful of compiled programs.
 
 from __future__ import annotations
 
+import collections
+import logging
 import math
 import os
+import re
 import signal
 import time
 
 import _reference as ref
+import jax
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxseg import Evaluator
 
@@ -597,3 +603,72 @@ def test_background_only_labels_set_the_inferred_class_count():
         Evaluator(num_classes=5, background=(9,)).add(
             np.array([[9, 9, 1]]), np.array([[1, 1, 1]]), lengths=[3]
         )
+
+
+# ------------------------------------------------------------------------------------------
+# A first evaluation compiles phase 2 beside phase 1, for capacities counted on the host.
+
+
+def runs_of(rng, length, num_classes, longest):
+    """Labels made of runs of 1..longest frames."""
+    labels = rng.integers(0, num_classes, length)
+    return np.repeat(labels, rng.integers(1, longest + 1, length))[:length]
+
+
+@settings(max_examples=40)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    background=st.sampled_from([(), (0,), (0, 3)]),
+    rows=st.sampled_from([1, 3, 128]),
+)
+def test_host_counts_equal_phase_one(seed, background, rows):
+    from jaxseg._src import evaluator
+
+    rng = np.random.default_rng(seed)
+    batch, frames = 8, 256
+    targets = np.zeros((batch, frames), np.int32)
+    predictions = np.full((batch, frames), 7, np.int32)  # padding that differs from targets
+    lengths = rng.integers(1, frames + 1, batch).astype(np.int32)
+    for row, n in enumerate(lengths):
+        targets[row, :n] = runs_of(rng, n, 5, int(rng.integers(1, 40)))
+        noisy = runs_of(rng, n, 5, int(rng.integers(1, 6)))
+        predictions[row, :n] = np.where(rng.random(n) < 0.6, targets[row, :n], noisy)
+    used = int(rng.integers(1, batch + 1))  # the other rows are padding: never counted
+    _, sizes, _ = evaluator._survey(targets, predictions, lengths, background=background)
+    expected = tuple(int(x) for x in np.asarray(sizes)[:, :used].max(axis=1))
+    found = evaluator._largest_sizes(
+        targets[:used], predictions[:used], lengths[:used], background, rows=rows
+    )
+    assert found == expected
+
+
+def test_a_first_evaluation_compiles_each_program_once(caplog):
+    # Were the host's counts wrong, phase 2 would be compiled again for phase 1's counts.
+    rng = np.random.default_rng(5)
+    videos = []
+    for _ in range(13):  # a batch shape and options no other test uses
+        n = int(rng.integers(700, 1100))
+        t = runs_of(rng, n, 9, 120)
+        videos.append((t, np.where(rng.random(n) < 0.9, t, runs_of(rng, n, 9, 3))))
+    ev = Evaluator(num_classes=9, background=(5,), overlaps=(0.3, 0.7))
+    jax.config.update("jax_log_compiles", True)
+    try:
+        with caplog.at_level(logging.WARNING, logger="jax._src.dispatch"):
+            ev.add([t for t, _ in videos], [q for _, q in videos])
+            result = ev.get()
+    finally:
+        jax.config.update("jax_log_compiles", False)
+    compiled = collections.Counter(re.findall(r"XLA compilation of jit\((\w+)\)", caplog.text))
+    assert {name: compiled[name] for name in compiled if name.startswith("_")} == {
+        "_survey": 1,
+        "_tabulate": 1,
+        "_measure": 1,
+        "_pooled_class_counts": 1,
+    }
+    tp, fp, fn = (
+        np.sum([ref.segmental_counts(t, q, (0.3, 0.7), background=(5,))[k] for t, q in videos], 0)
+        for k in range(3)
+    )
+    assert [result["tp"][tau] for tau in (0.3, 0.7)] == tp.tolist()
+    assert [result["fp"][tau] for tau in (0.3, 0.7)] == fp.tolist()
+    assert [result["fn"][tau] for tau in (0.3, 0.7)] == fn.tolist()

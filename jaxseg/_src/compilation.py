@@ -10,6 +10,7 @@ Memory-bound passes lose more (the frame pass: 2-3 ms), so they keep ``jax.jit``
 from __future__ import annotations
 
 import functools
+import threading
 
 import jax
 import numpy as np
@@ -29,8 +30,9 @@ def compiler_options() -> dict:
 
 
 def jit(fun=None, **jit_kwargs):
-    """``jax.jit(fun, **jit_kwargs)`` with :func:`compiler_options`, built at the first call
-    (so that importing jaxseg compiles nothing). Usable as ``@jit`` or ``@jit(...)``.
+    """``jax.jit(fun, **jit_kwargs)`` with :func:`compiler_options`, built at the first use
+    (so that importing jaxseg compiles nothing). Usable as ``@jit`` or ``@jit(...)``; its
+    ``lower`` compiles ahead of time, filling the cache the calls use.
 
     >>> double = jit(lambda x: 2 * x)
     >>> int(double(3))
@@ -38,13 +40,18 @@ def jit(fun=None, **jit_kwargs):
     """
     if fun is None:
         return functools.partial(jit, **jit_kwargs)
-    compiled = None
+    built = []
+    lock = threading.Lock()
+
+    def compiled():
+        with lock:  # one jax.jit, even when the first uses come from two threads
+            if not built:
+                built.append(jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs))
+        return built[0]
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
-        nonlocal compiled
-        if compiled is None:
-            compiled = jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs)
-        return compiled(*args, **kwargs)
+        return compiled()(*args, **kwargs)
 
+    call.lower = lambda *args, **kwargs: compiled().lower(*args, **kwargs)
     return call

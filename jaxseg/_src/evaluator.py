@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from concurrent import futures
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +34,8 @@ from jaxseg._src.stats_segmentation import segmentation_intervals
 
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
+_COMPILER = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxseg-compile")
+_SURVEYED: set[tuple] = set()  # (shape, dtype, background) of every batch phase 1 has seen
 
 
 @functools.partial(jax.jit, static_argnames="background")
@@ -50,6 +53,37 @@ def _survey(targets, predictions, lengths, *, background):
     )
     tallies = jax.vmap(background_tallies)(words)
     return words, sizes, tallies
+
+
+def _largest_sizes(targets, predictions, lengths, background, rows=128) -> tuple[int, int, int]:
+    """What phase 1 counts, on the host: the most target segments, predicted segments and
+    candidate matches of a video of a padded batch ``[B, T]``, as :func:`pair_words` defines
+    them (run starts of kept labels; run starts of the label pair where both labels agree).
+
+    Blocks of ``rows`` videos keep the temporaries in cache: 1712 Breakfast-shaped videos
+    take ~25 ms.
+    """
+    frames = np.arange(targets.shape[1])
+    largest = np.zeros(3, np.int64)
+    for first in range(0, len(targets), rows):
+        t, p = targets[first : first + rows], predictions[first : first + rows]
+        kept_t = frames < lengths[first : first + rows, None]
+        kept_p = kept_t.copy()
+        for label in background:
+            kept_t &= t != label
+            kept_p &= p != label
+        runs_t, runs_p = np.ones(t.shape, bool), np.ones(t.shape, bool)
+        np.not_equal(t[:, 1:], t[:, :-1], out=runs_t[:, 1:])
+        np.not_equal(p[:, 1:], p[:, :-1], out=runs_p[:, 1:])
+        candidates = (runs_t | runs_p) & kept_t & (t == p)
+        for k, starts in enumerate((runs_t & kept_t, runs_p & kept_p, candidates)):
+            largest[k] = max(largest[k], np.count_nonzero(starts, axis=1).max(initial=0))
+    return tuple(int(x) for x in largest)
+
+
+def _shapes(tree):
+    """The shapes and dtypes of a pytree of arrays (no shardings: those of uncommitted arrays)."""
+    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
 
 
 def _class_tallies(target: Segments, prediction: Segments, candidates: Candidates):
@@ -71,22 +105,30 @@ def _label_range(target: Segments, prediction: Segments):
     return jnp.stack([lowest(target), lowest(prediction), highest(target), highest(prediction)])
 
 
-def _video_measure(t, p, n, words, *, tables, options):
-    """Phase 2 for one video: statistics, segment label range and class-count entries."""
-    target, prediction, candidates = tables_from_words(t, p, n, words, **tables)
+@jit(static_argnames="tables")
+def _tabulate(targets, predictions, lengths, words, *, tables):
+    """Phase 2a: the segment tables and candidate matches of every video (``tables``: static
+    keyword items of ``tables_from_words``).
+
+    Phase 2 is two programs so that a first evaluation compiles them side by side (and beside
+    phase 1); both use the fast-compiling options of :mod:`jaxseg._src.compilation`."""
+    one = lambda *args: tables_from_words(*args, **dict(tables))  # noqa: E731
+    return jax.vmap(one)(targets, predictions, lengths, words)
+
+
+def _video_measure(n, words, target, prediction, candidates, *, options):
+    """Phase 2b for one video: statistics, segment label range and class-count entries."""
     stats = statistics_from_tables(n, words, target, prediction, candidates, **options)
     tallies = _class_tallies(target, prediction, candidates)
     return stats, _label_range(target, prediction), tallies
 
 
-@jit(static_argnames=("tables", "options"))
-def _measure(targets, predictions, lengths, words, *, tables, options):
-    """Phase 2: per-video statistics, label ranges, and class-count entries (``tables`` and
-    ``options``: static keyword items of ``tables_from_words`` and ``statistics_from_tables``).
-
-    Compiled with the fast-compiling options of :mod:`jaxseg._src.compilation`, unlike phase 1."""
-    one = lambda *args: _video_measure(*args, tables=dict(tables), options=dict(options))  # noqa: E731
-    return jax.vmap(one)(targets, predictions, lengths, words)
+@jit(static_argnames="options")
+def _measure(lengths, words, target, prediction, candidates, *, options):
+    """Phase 2b: per-video statistics, label ranges, and class-count entries from the tables
+    of phase 2a (``options``: static keyword items of ``statistics_from_tables``)."""
+    one = lambda *args: _video_measure(*args, options=dict(options))  # noqa: E731
+    return jax.vmap(one)(lengths, words, target, prediction, candidates)
 
 
 @jit(static_argnames="num_classes")
@@ -222,24 +264,14 @@ class Evaluator:
     def _process(self, names, padded_t, padded_p, padded_lengths):
         """Both device phases over a padded batch; appends the statistics of ``names``."""
         device = jax.device_put((padded_t, padded_p, padded_lengths))
+        ahead = self._compile_ahead(padded_t, padded_p, padded_lengths, len(names))
         words, sizes, background_frames = _survey(*device, background=self.background)
         size = len(names)
-        n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size]
-        static = static_arguments(
-            padded_t.shape[-1],
-            self.overlaps,
-            self.background,
-            self._capacity(n_target),
-            self._capacity(n_prediction),
-            self.legacy_asformer_end,
-            candidate_capacity=self._capacity(n_candidates),
-        )
-        capacities = ("target_capacity", "prediction_capacity", "candidate_capacity")
-        tables = {key: static[key] for key in capacities} | {"contiguous": not self.background}
-        options = {key: static[key] for key in ("thresholds", "legacy_asformer_end")}
-        stats, label_range, tallies = _measure(
-            *device, words, tables=tuple(tables.items()), options=tuple(options.items())
-        )
+        n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
+        static = self._phase_two_static(padded_t.shape[-1], n_target, n_prediction, n_candidates)
+        futures.wait(ahead)  # they may be compiling these very programs
+        tables = _tabulate(*device, words, tables=static["tables"])
+        stats, label_range, tallies = _measure(device[2], words, *tables, options=static["options"])
         background_frames = jax.device_get(background_frames)[:size]
         label_range = jax.device_get(label_range)[:size].T
         label_range = self._with_background(label_range, background_frames)
@@ -254,6 +286,51 @@ class Evaluator:
         self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], jax.device_get(stats)))
         self._class_counts += counts
         self._names.extend(names)
+
+    def _phase_two_static(self, frames, n_target, n_prediction, n_candidates) -> dict:
+        """The static ``tables`` and ``options`` of phase 2 for a batch of padded length
+        ``frames`` whose largest video has these numbers of segments and candidates."""
+        static = static_arguments(
+            frames,
+            self.overlaps,
+            self.background,
+            self._capacity(n_target),
+            self._capacity(n_prediction),
+            self.legacy_asformer_end,
+            candidate_capacity=self._capacity(n_candidates),
+        )
+        capacities = ("target_capacity", "prediction_capacity", "candidate_capacity")
+        tables = {key: static[key] for key in capacities} | {"contiguous": not self.background}
+        options = {key: static[key] for key in ("thresholds", "legacy_asformer_end")}
+        return {"tables": tuple(tables.items()), "options": tuple(options.items())}
+
+    def _compile_ahead(self, padded_t, padded_p, padded_lengths, size) -> list:
+        """The first time phase 1 sees a batch shape, phase 2 is lowered for the capacities
+        counted on the host and compiled on another thread while phase 1 compiles and runs: a
+        first evaluation waits for the longer of the two compilations, not for their sum.
+
+        Returns the futures of the compilations (none when the shape was seen). Lowering here,
+        before phase 1 is traced, keeps the two traces from taking turns with the GIL.
+        """
+        signature = (padded_t.shape, padded_t.dtype, self.background)
+        if signature in _SURVEYED:
+            return []
+        _SURVEYED.add(signature)
+        videos = (padded_t[:size], padded_p[:size], padded_lengths[:size])
+        largest = _largest_sizes(*videos, self.background)
+        inputs = _shapes((padded_t, padded_p, padded_lengths))
+        survey = functools.partial(_survey, background=self.background)
+        words = _shapes(jax.eval_shape(survey, *inputs)[0])  # traces what phase 1 runs
+        static = self._phase_two_static(padded_t.shape[-1], *largest)
+        tabulate = _tabulate.lower(*inputs, words, tables=static["tables"])
+        tables = _shapes(tabulate.out_info)
+        measure = _measure.lower(inputs[2], words, *tables, options=static["options"])
+        programs = [tabulate, measure]
+        if self.num_classes is not None:
+            classes = bucket(max(self.num_classes, self._class_counts.shape[1]))
+            tallies = _shapes(measure.out_info[2])
+            programs.append(_pooled_class_counts.lower(tallies, num_classes=classes))
+        return [_COMPILER.submit(program.compile) for program in programs]
 
     def _with_background(self, label_range, background_frames):
         """Widens the per-video segment label ranges ``[4, B]`` by the background labels that
@@ -348,9 +425,9 @@ class Evaluator:
         return size
 
     @staticmethod
-    def _capacity(counts) -> int:
+    def _capacity(largest) -> int:
         """A static capacity for the largest count: few sizes (compilations), <= 12.5% waste."""
-        return round_up(max(int(np.max(counts)), 1), multiple=8)
+        return round_up(max(int(largest), 1), multiple=8)
 
     # -- results -------------------------------------------------------------------------
 
