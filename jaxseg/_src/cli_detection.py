@@ -376,10 +376,21 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     return targets != 0, scores.astype(np.float32)
 
 
+def _online_scores(targets, scores, mask, *, background, ambiguous):
+    """Per-frame AP and cAP. Jitted together, they rank the frames of each class once (XLA
+    merges the two identical sorts): half the time of two programs, the sort being most of it.
+    """
+    from jaxseg.metrics import calibrated_average_precision, mean_average_precision
+
+    options = {"mask": mask, "background": background, "ambiguous": ambiguous}
+    return (
+        mean_average_precision(targets, scores, **options),
+        calibrated_average_precision(targets, scores, **options),
+    )
+
+
 def _online(args) -> reports.Report:
     import jax
-
-    from jaxseg.metrics import calibrated_average_precision, mean_average_precision
 
     targets, scores = _online_arrays(args)
     num_classes = scores.shape[1]
@@ -399,13 +410,8 @@ def _online(args) -> reports.Report:
     targets_padded[:frames] = targets
     scores_padded = np.zeros((padded, num_classes), np.float32)
     scores_padded[:frames] = scores
-    static = ("background", "ambiguous")
-    ap = jax.jit(mean_average_precision, static_argnames=static)(
-        targets_padded, scores_padded, mask=mask, **options
-    )
-    cap = jax.jit(calibrated_average_precision, static_argnames=static)(
-        targets_padded, scores_padded, mask=mask, **options
-    )
+    online_scores = jax.jit(_online_scores, static_argnames=("background", "ambiguous"))
+    ap, cap = online_scores(targets_padded, scores_padded, mask, **options)
     sections = [
         reports.Section(
             "online",
