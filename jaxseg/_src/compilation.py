@@ -10,7 +10,6 @@ Memory-bound passes lose more (the frame pass: 2-3 ms), so they keep ``jax.jit``
 from __future__ import annotations
 
 import functools
-import threading
 
 import jax
 import numpy as np
@@ -31,8 +30,8 @@ def compiler_options() -> dict:
 
 def jit(fun=None, **jit_kwargs):
     """``jax.jit(fun, **jit_kwargs)`` with :func:`compiler_options`, built at the first use
-    (so that importing jaxseg compiles nothing). Usable as ``@jit`` or ``@jit(...)``; its
-    ``lower`` compiles ahead of time, filling the cache the calls use.
+    (so that importing jaxseg compiles nothing). Usable as ``@jit`` or ``@jit(...)``.
+    ``lower(*args)`` is ``jax.jit``'s: compiling its result fills the cache that calls use.
 
     >>> double = jit(lambda x: 2 * x)
     >>> int(double(3))
@@ -40,14 +39,10 @@ def jit(fun=None, **jit_kwargs):
     """
     if fun is None:
         return functools.partial(jit, **jit_kwargs)
-    built = []
-    lock = threading.Lock()
 
+    @functools.cache
     def compiled():
-        with lock:  # one jax.jit, even when the first uses come from two threads
-            if not built:
-                built.append(jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs))
-        return built[0]
+        return jax.jit(fun, compiler_options=compiler_options(), **jit_kwargs)
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
