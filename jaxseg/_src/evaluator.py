@@ -306,8 +306,8 @@ class Evaluator:
 
     def _compile_ahead(self, padded_t, padded_p, padded_lengths, size) -> list:
         """The first time phase 1 sees a batch shape, phase 2 is lowered for the capacities
-        counted on the host and compiled on another thread while phase 1 compiles and runs: a
-        first evaluation waits for the longer of the two compilations, not for their sum.
+        counted on the host and compiled on other threads while phase 1 compiles and runs, so
+        that its compilation need not wait for phase 1's results (``benchmarks/README.md``).
 
         Returns the futures of the compilations (none when the shape was seen). Lowering here,
         before phase 1 is traced, keeps the two traces from taking turns with the GIL.
