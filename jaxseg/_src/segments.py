@@ -230,7 +230,6 @@ class PairWords(NamedTuple):
     Attributes:
       target, prediction: :class:`LabelWords` of each sequence.
       correct: the two labels agree at ``t``.
-      joint: a run of the pair of labels starts at ``t`` (either sequence changes label).
       matches: an overlap of a target segment with a same-label predicted segment starts at
         ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
         so these bits enumerate the candidate matches of the segmental F1.
@@ -241,7 +240,6 @@ class PairWords(NamedTuple):
     target: LabelWords
     prediction: LabelWords
     correct: jax.Array
-    joint: jax.Array
     matches: jax.Array
     background: jax.Array
 
@@ -265,13 +263,12 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
         labelled = jnp.zeros((2, 0, valid.shape[-1]), jnp.uint32)
     in_background = lax.reduce(labelled, np.uint32(0), lax.bitwise_or, (1,))
     kept_t, kept_p = valid & ~in_background[0], valid & ~in_background[1]
-    joint = runs_t | runs_p
+    pair_runs = runs_t | runs_p  # a run of the pair of labels starts
     return PairWords(
         _label_words(runs_t, kept_t, n),
         _label_words(runs_p, kept_p, n),
         correct,
-        joint,
-        joint & correct & kept_t,
+        pair_runs & correct & kept_t,
         labelled,
     )
 
