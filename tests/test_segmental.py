@@ -476,6 +476,86 @@ def test_float32_tie_is_settled_exactly():
     assert [int(c[0]) for c in counts] == [1, 0, 1]
 
 
+def _group_best_reference(owner, in_use, overlapping, inter, union):
+    """numpy/Fraction: whether each overlapping row is the first of highest inter / union
+    among the in-use rows of its owner (one row ``[M]``)."""
+    from fractions import Fraction
+
+    best = np.zeros(len(owner), bool)
+    contenders = {}
+    for i in np.flatnonzero(in_use & overlapping):
+        contenders.setdefault(int(owner[i]), []).append(i)
+    for rows in contenders.values():
+        ratios = [Fraction(int(inter[i]), int(union[i])) for i in rows]
+        best[rows[ratios.index(max(ratios))]] = True
+    return best
+
+
+def _candidate_rows(rng, rows, width, longest):
+    """Random candidate tables: owners in runs of 1..``longest`` rows, IoUs with exact ties
+    (1/2 = 2/4) and float32 ties (2^25 / U against (2^25 + 1) / U)."""
+    owner = np.zeros((rows, width), np.int32)
+    for r in range(rows):
+        sizes = rng.integers(1, longest + 1, width)
+        owner[r] = np.repeat(np.arange(width), sizes)[:width]
+    in_use = np.arange(width)[None, :] < rng.integers(0, width + 1, (rows, 1))
+    overlapping = in_use & (rng.random((rows, width)) < 0.9)
+    union = rng.integers(1, 9, (rows, width)).astype(np.int64)
+    inter = rng.integers(0, union + 1)
+    big = rng.random((rows, width)) < 0.2
+    union[big] = (1 << 26) + 1
+    inter[big] = (1 << 25) + rng.integers(0, 2, big.sum())
+    return owner, in_use, overlapping, inter.astype(np.int32), union.astype(np.int32)
+
+
+@pytest.mark.parametrize("longest", [1, 2, 4])
+def test_best_pair_of_each_prediction(longest):
+    # Groups of at most two rows take the neighbour comparisons, longer ones the general
+    # path for the whole batch; under vmap (one batch, or nested) and without, the same flags.
+    from jaxseg._src.f1 import _best_flags, _best_in_groups, _best_of_pairs
+
+    rng = np.random.default_rng(longest)
+    args = _candidate_rows(rng, 24, 40, longest)
+    want = np.stack([_group_best_reference(*row) for row in zip(*args)])
+    got = _best_in_groups(*args, groups=40)
+    np.testing.assert_array_equal(got, want)
+    if longest <= 2:
+        np.testing.assert_array_equal(_best_of_pairs(*args), want)
+    flags = functools.partial(_best_flags, groups=40)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(flags))(*args), want)
+    nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
+    np.testing.assert_array_equal(nested.reshape(24, 40), want)
+    np.testing.assert_array_equal(flags(*(x[3] for x in args)), want[3])
+
+
+@pytest.mark.parametrize("size", [1, 31, 32, 33, 256, 257, 600])
+def test_distinct_count(size):
+    # Up to 256 values as bits OR-reduced over the rows; beyond, a scatter.
+    from jaxseg._src.f1 import distinct_count
+
+    rng = np.random.default_rng(size)
+    index = rng.integers(0, size, 300).astype(np.int32)
+    chosen = rng.random((300, 3)) < np.array([0.0, 0.05, 0.8])
+    want = [len(set(index[chosen[:, k]])) for k in range(3)]
+    assert distinct_count(index, chosen, size).tolist() == want
+    batched = jax.vmap(functools.partial(distinct_count, size=size))
+    assert batched(index[None], chosen[None])[0].tolist() == want
+
+
+def test_many_target_segments():
+    # 300 target segments: the distinct targets are counted with a scatter (more than 256).
+    rng = np.random.default_rng(4)
+    targets = np.repeat(np.arange(300) % 3, 7)
+    predictions = np.where(rng.random(targets.size) < 0.15, 5, targets)
+    predictions[rng.integers(0, targets.size, 40)] = 1
+    stats = segmentation_statistics(targets[None], predictions[None], overlaps=OVERLAPS)
+    tp, fp, fn = ref.segmental_counts(targets, predictions, OVERLAPS)
+    np.testing.assert_array_equal(stats.tp[0], tp)
+    np.testing.assert_array_equal(stats.fp[0], fp)
+    np.testing.assert_array_equal(stats.fn[0], fn)
+    assert 0 < tp[-1] < tp[0] and stats.edit_distance[0] == ref.edit_distance(targets, predictions)
+
+
 # ------------------------------------------------------------------------------------------
 # The default capacity of the candidate matches.
 

@@ -8,8 +8,9 @@ match of some prediction with IoU >= tau, which needs no sequential loop.
 Only overlapping same-label (prediction, target) pairs can match, and each overlaps the other
 in exactly one run of the pair of label sequences: the frame pass marks the first frame of
 every such overlap (:class:`jaxseg._src.segments.PairWords`), so there are at most
-``S_p + S_t - 1`` candidates, found by selecting set bits. Scatter reductions then pick each
-prediction's best target, comparing IoUs exactly as integer ratios.
+``S_p + S_t - 1`` candidates, found by selecting set bits. A prediction's candidates are
+consecutive, so its best target is usually found by comparing neighbouring candidates, with
+IoUs compared exactly as integer ratios; the distinct targets are counted as bits.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.custom_batching import custom_vmap
 
-from jaxseg._src.numerics import compare_products
-from jaxseg._src.segments import PairWords, Segments, rank_bits, select_bits
+from jaxseg._src.numerics import compare_products, popcount
+from jaxseg._src.segments import WORD_BITS, PairWords, Segments, rank_bits, select_bits
+
+_MAX_DISTINCT_WORDS = 8  # distinct_count: up to 256 values as bits
 
 
 class Candidates(NamedTuple):
@@ -121,31 +125,121 @@ def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candi
     return overlapping, jnp.where(overlapping, inter, 0), jnp.where(overlapping, union, 1)
 
 
+def _neighbour(x, step: int, fill):
+    """``x`` moved ``step`` rows along the last axis (``+1``: each row sees the next one)."""
+    pad = [(0, 0)] * (x.ndim - 1)
+    if step > 0:
+        return jnp.pad(x[..., 1:], [*pad, (0, 1)], constant_values=fill)
+    return jnp.pad(x[..., :-1], [*pad, (1, 0)], constant_values=fill)
+
+
+def _best_of_pairs(owner, in_use, overlapping, inter, union):
+    """Whether each pair ``[..., M]`` is the best of its group, for groups of at most two rows.
+
+    A row is its group's best when no earlier row of the group has an IoU at least as high
+    and no later row a higher one (the first wins ties), compared exactly as integer ratios.
+    """
+    same_next = in_use & _neighbour(in_use, 1, False) & (owner == _neighbour(owner, 1, -1))
+    same_prev = _neighbour(same_next, -1, False)
+
+    def beaten(step, strict):
+        order = compare_products(
+            _neighbour(inter, step, 0), union, inter, _neighbour(union, step, 1)
+        )
+        return _neighbour(overlapping, step, False) & ((order > 0) if strict else (order >= 0))
+
+    return overlapping & ~(same_prev & beaten(-1, False)) & ~(same_next & beaten(1, True))
+
+
+def _best_in_groups(owner, in_use, overlapping, inter, union, *, groups: int):
+    """``[R, M]`` rows: whether each pair is its group's best (see :func:`_best_flags`).
+
+    Groups of one or two rows, the usual case, are settled by comparing neighbours; if any
+    group of the batch is longer, every row goes through :func:`_best_pairs` instead.
+    """
+    same_next = in_use[:, :-1] & in_use[:, 1:] & (owner[:, :-1] == owner[:, 1:])
+    longer = jnp.any(same_next[:, :-1] & same_next[:, 1:])
+
+    def general(owner, in_use, overlapping, inter, union):
+        def row(owner, overlapping, inter, union):
+            best = _best_pairs(owner, overlapping, inter, union, groups)
+            return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
+
+        return jax.vmap(row)(owner, overlapping, inter, union)
+
+    args = (owner, in_use, overlapping, inter, union)
+    return lax.cond(longer, general, _best_of_pairs, *args)
+
+
+def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
+    """bool ``[M]``: whether each candidate pair is the best of its prediction's pairs.
+
+    MS-TCN compares every prediction with its highest-IoU same-label target (the first on
+    ties), so only these pairs can be true positives. Under ``vmap`` the whole batch is
+    handled at once, so that the rare general case is one branch taken for the batch rather
+    than a selection that computes both.
+    """
+
+    @custom_vmap
+    def flags(*args):
+        return _best_in_groups(*(x[None] for x in args), groups=groups)[0]
+
+    @flags.def_vmap
+    def _(axis_size, in_batched, *args):
+        args = [
+            x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
+            for x, batched in zip(args, in_batched)
+        ]
+        batch = args[0].shape[:-1]
+        rows = [x.reshape(-1, x.shape[-1]) for x in args]
+        return _best_in_groups(*rows, groups=groups).reshape(*batch, -1), True
+
+    return flags(owner, in_use, overlapping, inter, union)
+
+
+def distinct_count(index, chosen, size: int):
+    """int32 ``[K]``: how many distinct values of ``index [M]`` (in ``[0, size)``) have a
+    chosen row, for each column of ``chosen`` bool ``[M, K]``.
+
+    Up to ``32 * 8`` values, one bit per value, OR-reduced over the rows (no scatter: XLA's
+    CPU scatter costs ~10 ns per update); beyond, a scatter into ``[size, K]``.
+    """
+    words = -(-size // WORD_BITS)
+    if words > _MAX_DISTINCT_WORDS:
+        seen = jnp.zeros((size, chosen.shape[-1]), jnp.bool_)
+        seen = seen.at[jnp.clip(index, 0, size - 1)].max(chosen)
+        return jnp.sum(seen, axis=0, dtype=jnp.int32)
+    bit = jnp.uint32(1) << (index % WORD_BITS).astype(jnp.uint32)
+    in_word = (index // WORD_BITS)[:, None] == jnp.arange(words)[None, :]
+    masks = jnp.where(in_word[:, :, None] & chosen[:, None, :], bit[:, None, None], 0)
+    union = lax.reduce(masks, jnp.uint32(0), lax.bitwise_or, (0,))
+    return jnp.sum(popcount(union).astype(jnp.int32), axis=0)
+
+
 def match_counts(
     target: Segments, prediction: Segments, candidates: Candidates, thresholds
 ) -> tuple[jax.Array, ...]:
     """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
 
+    A pair that is its prediction's best match and reaches ``tau`` is a TP unless its target
+    was taken by an earlier prediction: TP is the number of distinct targets of such pairs.
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
-    owner, other = candidates.owner, candidates.other
-    candidate, inter, union = candidate_overlaps(target, prediction, candidates)
-    best_pair = _best_pairs(owner, candidate, inter, union, prediction.labels.shape[-1])
-    matched = best_pair < owner.shape[-1]
-    best_pair = jnp.minimum(best_pair, owner.shape[-1] - 1)
-    best_inter, best_union, best = inter[best_pair], union[best_pair], other[best_pair]
-
+    overlapping, inter, union = candidate_overlaps(target, prediction, candidates)
+    best = _best_flags(
+        candidates.owner,
+        candidates.in_use,
+        overlapping,
+        inter,
+        union,
+        groups=prediction.labels.shape[-1],
+    )
     numerators = jnp.array([num for num, _ in thresholds], jnp.int32)
     denominators = jnp.array([den for _, den in thresholds], jnp.int32)
     # IoU >= num / den  <=>  inter * den >= num * union (exact on integers).
-    meets = matched[:, None] & (
-        compare_products(
-            best_inter[:, None], denominators[None, :], numerators[None, :], best_union[:, None]
-        )
+    meets = (
+        compare_products(inter[:, None], denominators[None, :], numerators[None, :], union[:, None])
         >= 0
     )
-    target_index = jnp.where(matched, best, target.labels.shape[-1])
-    hit = jnp.zeros((target.labels.shape[-1], len(thresholds)), jnp.bool_)
-    hit = hit.at[target_index].max(meets, mode="drop")
-    tp = jnp.sum(hit, axis=0, dtype=jnp.int32)
+    tp = distinct_count(candidates.other, best[:, None] & meets, target.labels.shape[-1])
     return tp, prediction.count - tp, target.count - tp
