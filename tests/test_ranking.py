@@ -203,6 +203,19 @@ def test_ap_extreme_scores_use_the_general_sort():
         assert abs(got[r] - want) <= 1e-6, r
 
 
+@pytest.mark.parametrize("rows", [9, 10, 21])
+def test_long_rows_sorted_in_pieces(rows):
+    # 10 or more rows of at least 2^14 entries are sorted as independent pieces.
+    n = ranking._SORT_PIECE_LENGTH
+    x = np.random.default_rng(rows).integers(0, 1 << 20, (rows, n)).astype(np.uint32)
+    np.testing.assert_array_equal(jax.jit(ranking._sort_rows)(x), np.sort(x, axis=-1))
+    targets = x % 3 == 0
+    scores = (x % 1000).astype(np.float32)  # many ties
+    got = M.mean_average_precision(targets.T, scores.T).per_class
+    want = [skm.average_precision_score(t, s) for t, s in zip(targets, scores)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
 def _ap_small(rows, interpolation="step"):
     """AP of a few short rows ``(targets, scores, mask)`` through the shared compiled shape."""
     targets = np.zeros((R_ROWS, R_N), bool)

@@ -7,6 +7,7 @@ float32, and sums of ratios use a pairwise tree, so results match float64 refere
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import NamedTuple
 
@@ -19,6 +20,8 @@ from jaxseg._src.numerics import running_sum, safe_divide
 
 INTERPOLATIONS = ("step", "11point", "all_point")
 _SENTINEL = 0xFFFFFFFF
+_SORT_PIECES, _SORT_PIECES_MIN = 12, 10  # _sort_rows: at least 10 sorts, or just one
+_SORT_PIECE_LENGTH = 1 << 14  # _sort_rows: shorter rows are sorted at once
 
 
 class ClassScores(NamedTuple):
@@ -150,6 +153,22 @@ def suffix_max(values: jax.Array, segment_end: jax.Array | None = None) -> jax.A
     return v.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
 
 
+def _sort_rows(x: jax.Array) -> jax.Array:
+    """Sorts each row of ``x [R, N]``; many long rows as up to 12 independent sorts.
+
+    XLA:CPU runs independent operations side by side only when more than 8 are ready at once
+    (its thunk executor's split threshold), so one sort of all rows uses one core while ten or
+    more sorts of a few rows each use them all: 21 rows of 200,000 sort in 91-96 ms instead
+    of 155 ms on 2 cores.
+    """
+    rows, n = x.shape
+    pieces = min(rows, _SORT_PIECES)
+    if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH:
+        return jnp.sort(x, axis=-1)
+    bounds = [rows * i // pieces for i in range(pieces + 1)]
+    return jnp.concatenate([jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds)])
+
+
 class _Ranked(NamedTuple):
     """Rows sorted by decreasing score (invalid entries last)."""
 
@@ -177,7 +196,7 @@ def _rank_grouped(keys, positive, valid) -> _Ranked:
     def packed():
         rel = keys.astype(jnp.uint32) - lo.astype(jnp.uint32)
         word = (rel << 1) | positive.astype(jnp.uint32)  # < _SENTINEL for valid entries
-        word = jnp.sort(jnp.where(valid, word, jnp.uint32(_SENTINEL)), axis=-1)
+        word = _sort_rows(jnp.where(valid, word, jnp.uint32(_SENTINEL)))
         return word >> 1, (word & 1).astype(jnp.int32), word != jnp.uint32(_SENTINEL)
 
     def general():
