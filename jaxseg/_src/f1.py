@@ -202,7 +202,7 @@ def distinct_count(index, chosen, size: int):
     chosen row, for each column of ``chosen`` bool ``[M, K]``.
 
     Up to ``32 * 8`` values, one bit per value, OR-reduced over the rows (no scatter: XLA's
-    CPU scatter costs ~10 ns per update); beyond, a scatter into ``[size, K]``.
+    CPU scatter costs several ns per update); beyond, a scatter into ``[size, K]``.
     """
     words = -(-size // WORD_BITS)
     if words > _MAX_DISTINCT_WORDS:
