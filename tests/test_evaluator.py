@@ -348,6 +348,25 @@ def test_int8_and_int32_buffers_agree(padding):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_largest_label_of_long_lists(monkeypatch, dtype):
+    # The labels of a long list are reduced a block of videos at a time (here 64 bytes: some
+    # blocks of several videos, some videos larger than a block); a negative label anywhere
+    # gives 2^63, as label_bound does.
+    from jaxseg._src import padding
+
+    monkeypatch.setattr(padding, "_BLOCK_BYTES", 64)
+    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
+    lengths = rng.integers(1, 40, 2 * 80)
+    videos = [rng.integers(0, 100, n).astype(dtype) for n in lengths]
+    targets, predictions = videos[:80], videos[80:]
+    predictions[57][-1] = 200
+    assert padding.largest_label(targets, predictions) == 200
+    if np.dtype(dtype).kind == "i":
+        targets[71][0] = -1
+        assert padding.largest_label(targets, predictions) == 1 << 63
+
+
 @pytest.mark.parametrize("late", [128, -1])
 def test_a_label_outside_int8_in_a_late_block(monkeypatch, late):
     # A padded batch is copied into int8 buffers block by block, each block checked first;
