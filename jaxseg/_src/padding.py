@@ -174,12 +174,11 @@ def copy_if_int8(destination: np.ndarray, source: np.ndarray) -> bool:
     once (Breakfast-shaped batch, two threads: 3.9-4.1 ms instead of 5.4 ms for a bound pass
     and a copy pass). At the first block with a label out of range it stops, unfinished.
     """
-    unsigned = source.view(_UNSIGNED[source.dtype]) if source.dtype in _UNSIGNED else source
     rows = max(1, _BLOCK_BYTES // max(1, source[:1].nbytes))
     for first in range(0, len(source), rows):
-        if _LARGEST(unsigned[first : first + rows], axis=None, initial=0) > _INT8_MAX:
-            return False
         block = source[first : first + rows]
+        if label_bound(block) > _INT8_MAX:
+            return False
         _copy(destination[first : first + len(block), : source.shape[1]], block)
     return True
 
