@@ -377,16 +377,10 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _online_scores(targets, scores, mask, *, background, ambiguous):
-    """Per-frame AP and cAP. Jitted together, they rank the frames of each class once (XLA
-    merges the two identical sorts): half the time of two programs, the sort being most of it.
-    """
-    from jaxseg.metrics import calibrated_average_precision, mean_average_precision
+    """Per-frame AP and cAP, from one ranking of each class."""
+    from jaxseg._src.ranking import frame_ap_and_cap
 
-    options = {"mask": mask, "background": background, "ambiguous": ambiguous}
-    return (
-        mean_average_precision(targets, scores, **options),
-        calibrated_average_precision(targets, scores, **options),
-    )
+    return frame_ap_and_cap(targets, scores, mask=mask, background=background, ambiguous=ambiguous)
 
 
 def _online(args) -> reports.Report:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -22,6 +23,7 @@ INTERPOLATIONS = ("step", "11point", "all_point")
 _SENTINEL = 0xFFFFFFFF
 _SORT_PIECES, _SORT_PIECES_MIN = 12, 10  # _sort_rows: at least 10 sorts, or just one
 _SORT_PIECE_LENGTH = 1 << 14  # _sort_rows: shorter rows are sorted at once
+_SUM_BLOCK = 16  # _tree_sum: entries summed in order before the pairwise tree
 
 
 class ClassScores(NamedTuple):
@@ -104,8 +106,15 @@ def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
 
 
 def _tree_sum(x: jax.Array) -> jax.Array:
-    """Sum over the last axis by pairwise halving (rounding error ~log2(N) ulps)."""
+    """Sum over the last axis: blocks of 16 in order, then pairwise halving (rounding error
+    ~16 + log2(N / 16) ulps). Summing the blocks inside the pass that computes ``x`` spares
+    writing ``x`` out."""
     n = x.shape[-1]
+    if n > 2 * _SUM_BLOCK:
+        padded = -(-n // _SUM_BLOCK) * _SUM_BLOCK
+        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - n)])
+        x = jnp.sum(x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK), axis=-1)
+        n = x.shape[-1]
     size = 1 << max(0, (n - 1).bit_length())
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - n)])
     while x.shape[-1] > 1:
@@ -153,20 +162,22 @@ def suffix_max(values: jax.Array, segment_end: jax.Array | None = None) -> jax.A
     return v.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
 
 
-def _sort_rows(x: jax.Array) -> jax.Array:
-    """Sorts each row of ``x [R, N]``; many long rows as up to 12 independent sorts.
+def _sort_rows(x: jax.Array) -> tuple[jax.Array, ...]:
+    """Sorts each row of ``x [R, N]``; returns blocks of consecutive rows, many long rows as
+    up to 12 independent sorts.
 
     XLA:CPU runs independent operations side by side only when more than 8 are ready at once
     (its thunk executor's split threshold), so one sort of all rows uses one core while ten or
     more sorts of a few rows each use them all: 21 rows of 200,000 sort in 91-96 ms instead
-    of 155 ms on 2 cores.
+    of 155 ms on 2 cores. The blocks are concatenated where they are used, so that XLA reads
+    them there instead of copying them into one array first.
     """
     rows, n = x.shape
     pieces = min(rows, _SORT_PIECES)
     if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH:
-        return jnp.sort(x, axis=-1)
+        return (jnp.sort(x, axis=-1),)
     bounds = [rows * i // pieces for i in range(pieces + 1)]
-    return jnp.concatenate([jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds)])
+    return tuple(jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds))
 
 
 class _Ranked(NamedTuple):
@@ -177,35 +188,95 @@ class _Ranked(NamedTuple):
     valid: jax.Array  # bool [R, N]
 
 
-def _rank_grouped(keys, positive, valid) -> _Ranked:
-    """Sorts rows by key; inside a group of tied scores the positives come last.
+Rows = Callable[[], tuple[jax.Array, jax.Array, jax.Array]]
+RowValues = Callable[[_Ranked, jax.Array], jax.Array]
+
+
+def _keyed(rows: Rows) -> Rows:
+    """``rows`` (targets, scores, valid) as (int32 keys, positive flags, valid)."""
+
+    def keyed():
+        targets, scores, valid = rows()
+        return descending_keys(scores), targets & valid, valid
+
+    return keyed
+
+
+def _unpack(words: jax.Array) -> _Ranked:
+    """The ranking stored as sorted ``(key - lowest) << 1 | positive`` words."""
+    valid = words != jnp.uint32(_SENTINEL)
+    return _Ranked(words >> 1, jnp.where(valid, words & 1, 0).astype(jnp.int32), valid)
+
+
+def _rank_grouped(keyed: Rows, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
+    """Each ``row_values(ranked, after)`` of rows ranked by decreasing key (see
+    :func:`_with_ties` for ``after``); inside a group of tied keys the positives come last.
+
+    ``keyed()`` gives the int32 keys, positive flags and validity ``[N, R]`` (one column per
+    row, as ``rows`` of :func:`ap_rows`). It is called inside each branch, so that XLA
+    computes these arrays within the branch's first pass instead of storing them for the
+    ``cond``, and the ``cond`` returns only per-row values.
 
     Fast path: when every row's valid keys span < 2^31, key and label are packed into one
     uint32 and sorted as a single operand (several times faster on CPU than a key/value sort).
-    Otherwise a two-operand sort is used. Both give the same groups and labels.
+    Otherwise a three-operand sort is used. Both give the same groups and labels.
     """
+    keys, _, valid = keyed()
     big = jnp.iinfo(jnp.int32).max
     small = jnp.iinfo(jnp.int32).min
-    lo = jnp.min(jnp.where(valid, keys, big), axis=-1, keepdims=True)
-    hi = jnp.max(jnp.where(valid, keys, small), axis=-1, keepdims=True)
+    lo = jnp.min(jnp.where(valid, keys, big), axis=0)[:, None]
+    hi = jnp.max(jnp.where(valid, keys, small), axis=0)[:, None]
     span = hi.astype(jnp.uint32) - lo.astype(jnp.uint32)
     fits = jnp.all((lo > hi) | (span <= jnp.uint32((1 << 31) - 2)))  # lo > hi: no valid key
 
-    # Validity is read back from the sorted rows rather than counted from ``valid``: with
-    # ``mask=None`` that is a constant, and XLA spends seconds constant-folding its reductions.
     def packed():
+        keys, positive, valid = (x.T for x in keyed())
         rel = keys.astype(jnp.uint32) - lo.astype(jnp.uint32)
         word = (rel << 1) | positive.astype(jnp.uint32)  # < _SENTINEL for valid entries
-        word = _sort_rows(jnp.where(valid, word, jnp.uint32(_SENTINEL)))
-        return word >> 1, (word & 1).astype(jnp.int32), word != jnp.uint32(_SENTINEL)
+        blocks = _sort_rows(jnp.where(valid, word, jnp.uint32(_SENTINEL)))
+        return _with_ties(blocks, _unpack, row_values)
 
     def general():
+        keys, positive, valid = (x.T for x in keyed())
         invalid = (~valid).astype(jnp.int32)
-        inv, key, pos = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
-        return key.astype(jnp.uint32), pos, inv == 0
+        stored = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
 
-    key, pos, sorted_valid = lax.cond(fits, packed, general)
-    return _Ranked(key, jnp.where(sorted_valid, pos, 0), sorted_valid)
+        def view(stored):
+            inv, key, pos = stored
+            return _Ranked(key.astype(jnp.uint32), jnp.where(inv == 0, pos, 0), inv == 0)
+
+        return _with_ties((stored,), view, row_values)
+
+    return lax.cond(fits, packed, general)
+
+
+def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
+    """Each ``row_values(ranked, after)`` of the ranking stored in ``blocks`` of consecutive
+    rows (``view(block)``: the block as :class:`_Ranked`), where ``after`` is, for each
+    positive entry, the number of entries after it in its group of tied scores.
+
+    Positives come last in their group (see :func:`_rank_grouped`), so these entries are the
+    positives tied with it that follow it. The common case, at most two tied positives, takes
+    one comparison with the next entry, in the passes of ``row_values`` over each block (they
+    run side by side, on blocks that stay in cache); a longer run recomputes all rows with
+    :func:`_group_end`. ``after`` of other entries: undefined.
+    """
+
+    def short_runs(ranked):  # (positive entries are valid)
+        key, pos, _ = ranked
+        same = (key[:, 1:] == key[:, :-1]) & (pos[:, 1:] > 0) & (pos[:, :-1] > 0)
+        tied = jnp.pad(same, [(0, 0), (0, 1)])  # a positive followed by a tied positive
+        values = tuple(fn(ranked, tied.astype(jnp.int32)) for fn in row_values)
+        return values, jnp.any(same[:, :-1] & same[:, 1:])
+
+    def long_runs():
+        ranked = view(jax.tree.map(lambda *parts: jnp.concatenate(parts), *blocks))
+        tail = _group_end(ranked) - lax.broadcasted_iota(jnp.int32, ranked.key.shape, 1)
+        return tuple(fn(ranked, tail) for fn in row_values)
+
+    values, longer = zip(*(short_runs(view(block)) for block in blocks))
+    values = tuple(jnp.concatenate(parts) for parts in zip(*values))
+    return lax.cond(jnp.any(jnp.stack(longer)), long_runs, lambda: values)
 
 
 def _rank_stable(keys, positive, valid) -> _Ranked:
@@ -232,47 +303,31 @@ def _group_end(ranked: _Ranked) -> jax.Array:
     return last[group].reshape(rows, n)
 
 
-def _positives_after(ranked: _Ranked) -> jax.Array:
-    """For each positive entry, the number of entries after it in its group of tied scores.
-
-    Positives come last in their group (see :func:`_rank_grouped`), so these entries are the
-    positives tied with it that follow it. The common case, at most two tied positives, takes
-    one comparison with the next entry; a longer run falls back to :func:`_group_end`.
-    Other entries: undefined.
-    """
-    index = lax.broadcasted_iota(jnp.int32, ranked.key.shape, 1)
-
-    def next_entry(x, fill):
-        return jnp.pad(x[:, 1:], [(0, 0), (0, 1)], constant_values=fill)
-
-    tied = (next_entry(ranked.key, 0) == ranked.key) & next_entry(ranked.valid, False)
-    tied_positives = tied & (ranked.positive > 0) & (next_entry(ranked.positive, 0) > 0)
-    longer = jnp.any(tied_positives & next_entry(tied_positives, False))
-    return lax.cond(
-        longer, lambda: _group_end(ranked) - index, lambda: tied_positives.astype(jnp.int32)
-    )
-
-
 def _gather(x, index):
     n = x.shape[-1]
     return jnp.take_along_axis(x, jnp.minimum(index, n - 1), axis=-1)
 
 
-def _step_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
-    """scikit-learn's AP: mean over positives of the precision at their group's threshold."""
-    after = _positives_after(ranked)  # the group ends `after` entries later, all positive
-    tp_end = cumulative_count(ranked.positive) + after
-    seen = lax.broadcasted_iota(jnp.int32, after.shape, 1) + 1 + after
-    precision = safe_divide(tp_end.astype(jnp.float32), seen.astype(jnp.float32))
-    total = _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0))
-    return safe_divide(total, num_positives.astype(jnp.float32), jnp.nan)
+def _step_ap(num_positives=None) -> RowValues:
+    """scikit-learn's AP: mean over positives of the precision at their group's threshold
+    (``num_positives``: the recall denominator; default, the positives ranked)."""
+
+    def values(ranked: _Ranked, after: jax.Array) -> jax.Array:
+        tp = cumulative_count(ranked.positive)
+        tp_end = tp + after  # the group ends `after` entries later, all positive
+        seen = lax.broadcasted_iota(jnp.int32, tp.shape, 1) + 1 + after
+        precision = safe_divide(tp_end.astype(jnp.float32), seen.astype(jnp.float32))
+        total = _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0))
+        positives = tp[:, -1] if num_positives is None else num_positives
+        return safe_divide(total, positives.astype(jnp.float32), jnp.nan)
+
+    return values
 
 
-def _calibrated_ap_rows(ranked: _Ranked) -> jax.Array:
+def _calibrated_ap(ranked: _Ranked, after: jax.Array) -> jax.Array:
     """cAP: mean over positives of TP / (TP + FP / w) at their group's threshold."""
     tp = cumulative_count(ranked.positive)
-    after = _positives_after(ranked)  # the group ends `after` entries later, all positive
-    tp_end = tp + after
+    tp_end = tp + after  # the group ends `after` entries later, all positive
     fp_end = lax.broadcasted_iota(jnp.int32, tp.shape, 1) + 1 - tp
     num_pos = tp[..., -1:]
     num_neg = jnp.sum(ranked.valid, axis=-1, keepdims=True, dtype=jnp.int32) - num_pos
@@ -325,28 +380,43 @@ def _eleven_point_ap_rows(ranked: _Ranked, num_positives) -> jax.Array:
     return jnp.where(num_positives > 0, mean, jnp.nan)
 
 
-def ap_rows(targets, scores, valid, *, interpolation: str, num_positives=None) -> jax.Array:
-    """AP of each row of ``[R, N]`` arrays (targets bool, scores float, valid bool)."""
+def _no_entries(rows: Rows) -> jax.Array | None:
+    """NaN per row when the rows are empty (nothing to rank), else None."""
+    entries, num_rows = rows()[1].shape
+    return jnp.full(num_rows, jnp.nan, jnp.float32) if entries == 0 else None
+
+
+def ap_rows(rows: Rows, *, interpolation: str, num_positives=None) -> jax.Array:
+    """AP of each of ``R`` rankings; ``rows()`` gives ``[N, R]`` targets (bool), scores (float)
+    and valid (bool), one column per ranking: a function rather than arrays, so that they are
+    computed where they are used (by the sort's first pass, after reductions over ``N``)."""
+    if (empty := _no_entries(rows)) is not None:
+        return empty
+    if interpolation == "step":
+        return _rank_grouped(_keyed(rows), (_step_ap(num_positives),))[0]
+    targets, scores, valid = (x.T for x in rows())
     positive = (targets & valid).astype(jnp.int32)
     if num_positives is None:
         num_positives = jnp.sum(positive, axis=-1, dtype=jnp.int32)
-    keys = descending_keys(scores)
-    if scores.shape[-1] == 0:
-        return jnp.full(scores.shape[:-1], jnp.nan, jnp.float32)
-    if interpolation == "step":
-        return _step_ap_rows(_rank_grouped(keys, positive, valid), num_positives)
-    ranked = _rank_stable(keys, positive, valid)
+    ranked = _rank_stable(descending_keys(scores), positive, valid)
     if interpolation == "all_point":
         return _all_point_ap_rows(ranked, num_positives)
     return _eleven_point_ap_rows(ranked, num_positives)
 
 
-def cap_rows(targets, scores, valid) -> jax.Array:
-    """Calibrated AP of each row of ``[R, N]`` arrays."""
-    if scores.shape[-1] == 0:
-        return jnp.full(scores.shape[:-1], jnp.nan, jnp.float32)
-    positive = (targets & valid).astype(jnp.int32)
-    return _calibrated_ap_rows(_rank_grouped(descending_keys(scores), positive, valid))
+def cap_rows(rows: Rows) -> jax.Array:
+    """Calibrated AP of each row (``rows`` as in :func:`ap_rows`)."""
+    if (empty := _no_entries(rows)) is not None:
+        return empty
+    return _rank_grouped(_keyed(rows), (_calibrated_ap,))[0]
+
+
+def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.Array]:
+    """AP and calibrated AP of each row (``rows`` as in :func:`ap_rows`); with
+    ``interpolation="step"`` both come from one ranking."""
+    if interpolation != "step" or _no_entries(rows) is not None:
+        return ap_rows(rows, interpolation=interpolation), cap_rows(rows)
+    return _rank_grouped(_keyed(rows), (_step_ap(), _calibrated_ap))
 
 
 # --------------------------------------------------------------------------------------------
@@ -423,17 +493,14 @@ def average_precision(
     mask = checks.as_mask(mask, targets.shape)
     valid = jnp.ones(targets.shape, bool) if mask is None else mask
     batch = targets.shape[:-1]
-    n = targets.shape[-1]
-    rows = math.prod(batch)
+    shape = (math.prod(batch), targets.shape[-1])
     if num_positives is not None:
         num_positives = checks.as_int_labels("num_positives", num_positives, min_ndim=0)
         if num_positives.shape != batch:
             raise ValueError(f"num_positives must have shape {batch}, got {num_positives.shape}.")
-        num_positives = num_positives.reshape(rows).astype(jnp.int32)
+        num_positives = num_positives.reshape(shape[0]).astype(jnp.int32)
     out = ap_rows(
-        targets.reshape(rows, n),
-        scores.reshape(rows, n),
-        valid.reshape(rows, n),
+        lambda: (targets.reshape(shape).T, scores.reshape(shape).T, valid.reshape(shape).T),
         interpolation=interpolation,
         num_positives=num_positives,
     )
@@ -516,18 +583,40 @@ def _class_scores(per_class):
     return ClassScores(per_class, safe_divide(total, count.astype(jnp.float32), jnp.nan))
 
 
-def _over_classes(row_fn, targets, scores, valid, scored):
-    """Applies ``row_fn`` to the class columns ``scored``; returns ``[..., C]``, NaN elsewhere."""
+def _columns(x: jax.Array, columns: list[int]) -> jax.Array:
+    """``x[..., columns]`` as slices of consecutive columns (a gather is several times slower)."""
+    if not columns:
+        return x[..., :0]
+    runs = [[columns[0]]]
+    for c in columns[1:]:
+        if c == runs[-1][-1] + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    return jnp.concatenate([x[..., run[0] : run[-1] + 1] for run in runs], axis=-1)
+
+
+def _over_classes(row_fn, targets, scores, valid, scored) -> tuple[ClassScores, ...]:
+    """``row_fn(rows)``, a tuple of per-row values (``rows`` as in :func:`ap_rows`), over the
+    class columns ``scored``: each value as :class:`ClassScores`, NaN for the other classes."""
     *batch, n, num_classes = targets.shape
-    out = jnp.full((*batch, num_classes), jnp.nan, jnp.float32)
-    if not scored:
-        return out
     columns = list(scored)
-    rows = math.prod(batch) * len(columns)
-    to_rows = lambda x: jnp.swapaxes(x[..., columns], -1, -2).reshape(rows, n)  # noqa: E731
-    valid_rows = jnp.broadcast_to(valid[..., None], (*batch, n, len(columns)))
-    values = row_fn(to_rows(targets), to_rows(scores), to_rows(valid_rows))
-    return out.at[..., columns].set(values.reshape(*batch, len(columns)))
+    shape = (n, math.prod(batch) * len(columns))
+
+    def rows():  # [N, rows]: the rows are (batch, column) pairs
+        to_rows = lambda x: jnp.moveaxis(x, -2, 0).reshape(shape)  # noqa: E731
+        valid_rows = jnp.broadcast_to(valid[..., None], (*batch, n, len(columns)))
+        return (
+            to_rows(_columns(targets, columns)),
+            to_rows(_columns(scores, columns)),
+            to_rows(valid_rows),
+        )
+
+    out = jnp.full((*batch, num_classes), jnp.nan, jnp.float32)
+    return tuple(
+        _class_scores(out.at[..., columns].set(values.reshape(*batch, len(columns))))
+        for values in row_fn(rows)
+    )
 
 
 def mean_average_precision(
@@ -569,8 +658,8 @@ def mean_average_precision(
     """
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
     targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
-    row_fn = lambda t, s, v: ap_rows(t, s, v, interpolation=interpolation)  # noqa: E731
-    return _class_scores(_over_classes(row_fn, targets, scores, valid, scored))
+    row_fn = lambda rows: (ap_rows(rows, interpolation=interpolation),)  # noqa: E731
+    return _over_classes(row_fn, targets, scores, valid, scored)[0]
 
 
 def calibrated_average_precision(
@@ -611,7 +700,16 @@ def calibrated_average_precision(
     Note: LSTR orders tied scores arbitrarily (unstable argsort); here ties are grouped.
     """
     targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
-    return _class_scores(_over_classes(cap_rows, targets, scores, valid, scored))
+    row_fn = lambda rows: (cap_rows(rows),)  # noqa: E731
+    return _over_classes(row_fn, targets, scores, valid, scored)[0]
+
+
+def frame_ap_and_cap(targets, scores, *, mask=None, background=(), ambiguous=()):
+    """:func:`mean_average_precision` and :func:`calibrated_average_precision` (same arguments)
+    from one ranking of each class: about the cost of either."""
+    targets, scores, valid, scored = _per_class(targets, scores, mask, background, ambiguous)
+    row_fn = lambda rows: ap_and_cap_rows(rows, interpolation="step")  # noqa: E731
+    return _over_classes(row_fn, targets, scores, valid, scored)
 
 
 def top_k_accuracy(

@@ -28,8 +28,7 @@ from jaxseg._src.detection import (
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import (
     INTERPOLATIONS,
-    ap_rows,
-    cap_rows,
+    ap_and_cap_rows,
     recall_reaches,
     static_ks,
     suffix_max,
@@ -387,16 +386,13 @@ def frame_average_precision(
             return FrameBufferState(t, s, stored, counting.add(state.seen, _total(valid)))
 
         def compute(state):
-            valid = jnp.broadcast_to(jnp.arange(capacity) < state.stored, (num_classes, capacity))
-            t, s = state.targets.T, state.scores.T
+            stored = jnp.arange(capacity)[:, None] < state.stored
+            valid = jnp.broadcast_to(stored, (capacity, num_classes))
             frames = counting.to_float(state.seen)
             overflow = frames - state.stored.astype(jnp.float32)
-            result = finish(
-                ap_rows(t, s, valid, interpolation=interpolation),
-                cap_rows(t, s, valid),
-                frames,
-                overflow > 0,
-            )
+            rows = lambda: (state.targets, state.scores, valid)  # noqa: E731
+            ap, cap = ap_and_cap_rows(rows, interpolation=interpolation)
+            result = finish(ap, cap, frames, overflow > 0)
             return {**result, "overflow": overflow}
 
         return Accumulator(init, update, _merge_buffers, compute)
