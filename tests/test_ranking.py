@@ -243,6 +243,49 @@ def test_ap_ranks_subnormal_scores_above_zero():
     np.testing.assert_array_equal(_ap_small(rows), [1.0, 1.0])
 
 
+_TINY = np.float32(1e-40)
+_WINDOW_ROWS = {
+    "subnormal": [_TINY, 2 * _TINY, 0.0, -_TINY, -0.0, 3e-45],
+    "tiny and normal": [_TINY, 1e-30, 0.5, -_TINY],
+    "probabilities": [0.0, 0.25, 1.0, 0.75],
+    "unit interval, both signs": [-1.0, 1.0, 0.0, -0.5],
+    "infinities": [np.inf, -np.inf, 0.0, 1.0],
+    "wide logits": [-30.0, 30.0, 1e-3, -1e-3],
+}
+
+
+@pytest.mark.parametrize("name", list(_WINDOW_ROWS))
+@pytest.mark.parametrize("masked", [False, True])
+def test_key_window_bounds_every_valid_key(name, masked):
+    # The window comes from float reductions, where XLA may flush subnormals to zero; it must
+    # still hold every valid key, and be found for the usual score ranges.
+    row = np.array(_WINDOW_ROWS[name], np.float32)
+    valid = np.ones(len(row), bool)
+    if masked:
+        valid[np.argmax(row)] = valid[np.argmin(row)] = False
+    keys = np.asarray(ranking.unsigned_keys(ranking.descending_keys(row))).astype(np.int64)
+    lo, fits = jax.jit(ranking._key_window)(row[:, None], valid[:, None])
+    lo = int(lo[0, 0])
+    kept = keys[valid]
+    if fits:
+        assert kept.min() >= lo and kept.max() - lo <= 2**31 - 2
+    if kept.max() - kept.min() <= 2**31 - 2 - 2 * ranking._KEY_MARGIN:
+        assert fits
+
+
+def test_key_window_of_rows_without_valid_entries():
+    scores = np.array([[0.5, -1e30], [-2.0, 1e30]], np.float32)  # [N, rows]
+    _, fits = jax.jit(ranking._key_window)(scores, np.zeros((2, 2), bool))
+    assert fits
+
+
+def test_ap_with_only_subnormal_and_zero_scores():
+    scores = np.array([_TINY, 2 * _TINY, 0.0, -_TINY, -0.0, 3e-45, _TINY, 0.0], np.float32)
+    targets = np.array([0, 1, 1, 0, 1, 0, 1, 0], bool)
+    got = float(M.average_precision(targets, scores))
+    assert got == pytest.approx(ref.step_ap(targets, scores), abs=1e-6)
+
+
 @pytest.mark.parametrize("ties", [False, True])
 def test_calibrated_ap_matches_reference(ties):
     targets, scores, _ = _random_rows(11 + ties, ties)

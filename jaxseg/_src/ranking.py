@@ -23,6 +23,7 @@ INTERPOLATIONS = ("step", "11point", "all_point")
 _SENTINEL = 0xFFFFFFFF
 _SORT_PIECES, _SORT_PIECES_MIN = 12, 10  # _sort_rows: at least 10 sorts, or just one
 _SORT_PIECE_LENGTH = 1 << 14  # _sort_rows: shorter rows are sorted at once
+_KEY_MARGIN = 1 << 24  # _key_window: > the keys of all subnormal and zero scores
 _SUM_BLOCK = 16  # _tree_sum: entries summed in order before the pairwise tree
 
 
@@ -192,14 +193,10 @@ Rows = Callable[[], tuple[jax.Array, jax.Array, jax.Array]]
 RowValues = Callable[[_Ranked, jax.Array], jax.Array]
 
 
-def _keyed(rows: Rows) -> Rows:
-    """``rows`` (targets, scores, valid) as (int32 keys, positive flags, valid)."""
-
-    def keyed():
-        targets, scores, valid = rows()
-        return descending_keys(scores), targets & valid, valid
-
-    return keyed
+def _row_keys(rows: Rows) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``rows()`` as ``[R, N]`` int32 keys, positive flags and validity."""
+    targets, scores, valid = rows()
+    return descending_keys(scores).T, (targets & valid).T, valid.T
 
 
 def _unpack(words: jax.Array) -> _Ranked:
@@ -208,36 +205,48 @@ def _unpack(words: jax.Array) -> _Ranked:
     return _Ranked(words >> 1, jnp.where(valid, words & 1, 0).astype(jnp.int32), valid)
 
 
-def _rank_grouped(keyed: Rows, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
-    """Each ``row_values(ranked, after)`` of rows ranked by decreasing key (see
-    :func:`_with_ties` for ``after``); inside a group of tied keys the positives come last.
+def _key_window(scores: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A lower bound ``lo`` (uint32 ``[R, 1]``) of each row's valid unsigned keys, and whether
+    every row's valid keys lie within ``lo + 2^31 - 2``; ``scores``/``valid`` are ``[N, R]``.
 
-    ``keyed()`` gives the int32 keys, positive flags and validity ``[N, R]`` (one column per
-    row, as ``rows`` of :func:`ap_rows`). It is called inside each branch, so that XLA
-    computes these arrays within the branch's first pass instead of storing them for the
-    ``cond``, and the ``cond`` returns only per-row values.
-
-    Fast path: when every row's valid keys span < 2^31, key and label are packed into one
-    uint32 and sorted as a single operand (several times faster on CPU than a key/value sort).
-    Otherwise a three-operand sort is used. Both give the same groups and labels.
+    From the largest and smallest valid float scores: a vectorized float reduction, much
+    faster on CPU than an integer one over the keys. XLA's CPU code may treat subnormal
+    scores as zeros there, so both bounds are widened by ``_KEY_MARGIN`` keys, more than all
+    subnormal and zero scores span.
     """
-    keys, _, valid = keyed()
-    big = jnp.iinfo(jnp.int32).max
-    small = jnp.iinfo(jnp.int32).min
-    lo = jnp.min(jnp.where(valid, keys, big), axis=0)[:, None]
-    hi = jnp.max(jnp.where(valid, keys, small), axis=0)[:, None]
-    span = hi.astype(jnp.uint32) - lo.astype(jnp.uint32)
-    fits = jnp.all((lo > hi) | (span <= jnp.uint32((1 << 31) - 2)))  # lo > hi: no valid key
+    scores = scores.astype(jnp.float32)
+    top = jnp.max(jnp.where(valid, scores, -jnp.inf), axis=0)
+    bottom = jnp.min(jnp.where(valid, scores, jnp.inf), axis=0)
+    first, last = unsigned_keys(descending_keys(top)), unsigned_keys(descending_keys(bottom))
+    lo = first - jnp.minimum(first, jnp.uint32(_KEY_MARGIN))
+    span = last - lo  # wraps when no entry is valid (first > last): nothing to fit then
+    fits = jnp.all((first > last) | (span <= jnp.uint32((1 << 31) - 2 - _KEY_MARGIN)))
+    return lo[:, None], fits
+
+
+def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
+    """Each ``row_values(ranked, after)`` of rows ranked by decreasing score (see
+    :func:`_with_ties` for ``after``); inside a group of tied scores the positives come last.
+
+    ``rows`` is called inside each branch, so that XLA computes the keys within the branch's
+    first pass instead of storing them for the ``cond``, which returns only per-row values.
+
+    Fast path: when every row's valid keys fit in a window of 2^31, key and label are packed
+    into one uint32 and sorted as a single operand (several times faster on CPU than a
+    key/value sort). Otherwise a three-operand sort is used. Both give the same groups and
+    labels.
+    """
+    _, scores, valid = rows()
+    lo, fits = _key_window(scores, valid)
 
     def packed():
-        keys, positive, valid = (x.T for x in keyed())
-        rel = keys.astype(jnp.uint32) - lo.astype(jnp.uint32)
-        word = (rel << 1) | positive.astype(jnp.uint32)  # < _SENTINEL for valid entries
+        keys, positive, valid = _row_keys(rows)
+        word = ((unsigned_keys(keys) - lo) << 1) | positive.astype(jnp.uint32)  # < _SENTINEL
         blocks = _sort_rows(jnp.where(valid, word, jnp.uint32(_SENTINEL)))
         return _with_ties(blocks, _unpack, row_values)
 
     def general():
-        keys, positive, valid = (x.T for x in keyed())
+        keys, positive, valid = _row_keys(rows)
         invalid = (~valid).astype(jnp.int32)
         stored = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
 
@@ -393,7 +402,7 @@ def ap_rows(rows: Rows, *, interpolation: str, num_positives=None) -> jax.Array:
     if (empty := _no_entries(rows)) is not None:
         return empty
     if interpolation == "step":
-        return _rank_grouped(_keyed(rows), (_step_ap(num_positives),))[0]
+        return _rank_grouped(rows, (_step_ap(num_positives),))[0]
     targets, scores, valid = (x.T for x in rows())
     positive = (targets & valid).astype(jnp.int32)
     if num_positives is None:
@@ -408,7 +417,7 @@ def cap_rows(rows: Rows) -> jax.Array:
     """Calibrated AP of each row (``rows`` as in :func:`ap_rows`)."""
     if (empty := _no_entries(rows)) is not None:
         return empty
-    return _rank_grouped(_keyed(rows), (_calibrated_ap,))[0]
+    return _rank_grouped(rows, (_calibrated_ap,))[0]
 
 
 def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.Array]:
@@ -416,7 +425,7 @@ def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.A
     ``interpolation="step"`` both come from one ranking."""
     if interpolation != "step" or _no_entries(rows) is not None:
         return ap_rows(rows, interpolation=interpolation), cap_rows(rows)
-    return _rank_grouped(_keyed(rows), (_step_ap(), _calibrated_ap))
+    return _rank_grouped(rows, (_step_ap(), _calibrated_ap))
 
 
 # --------------------------------------------------------------------------------------------
