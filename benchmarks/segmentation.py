@@ -7,7 +7,8 @@ lean pure-Python version (lists, segments extracted once). jaxseg is timed warm 
 through ``jaxseg.Evaluator``, with all host work included: validation, padding into aligned
 buffers, transfer, both device phases and the final sums.
 
-Run: ``python benchmarks/segmentation.py [--repeats N]``.
+Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R]``. Each round runs both
+baselines, then jaxseg (best of N); the ratio reported is the median over the rounds.
 """
 
 from __future__ import annotations
@@ -49,16 +50,10 @@ def _check(name, ours, reference):
         raise AssertionError(f"{name}: jaxseg {got} != baseline {want}")
 
 
-def run(name, targets, predictions, repeats):
-    start = time.perf_counter()
-    reference = reference_style_baseline(targets, predictions, overlaps=OVERLAPS)
-    reference_time = time.perf_counter() - start
-    start = time.perf_counter()
-    lean = baseline(targets, predictions, overlaps=OVERLAPS)
-    lean_time = time.perf_counter() - start
-    if not np.allclose(np.hstack(lean), np.hstack(reference), rtol=0, atol=1e-12):
-        raise AssertionError(f"{name}: the two baselines disagree: {lean} != {reference}")
-
+def run(name, targets, predictions, repeats, rounds):
+    """Times both baselines and jaxseg's two entry points in ``rounds`` back-to-back rounds,
+    so that each ratio compares times measured within a few seconds of each other (this
+    machine's speed drifts by tens of percent between minutes), and prints their median."""
     padded_t, lengths = pad(targets)
     padded_p, _ = pad(predictions)
     evaluator = jaxseg.Evaluator(overlaps=OVERLAPS)
@@ -73,40 +68,62 @@ def run(name, targets, predictions, repeats):
         evaluator.add(targets, predictions)
         return evaluator.get()
 
-    rows = []
-    for label, fn in (
-        ("padded numpy arrays", from_padded),
-        ("lists of per-video arrays", from_lists),
-    ):
+    entry_points = {"padded numpy arrays": from_padded, "lists of per-video arrays": from_lists}
+    compile_seconds = {}
+    times = {"reference": [], "lean": [], **{label: [] for label in entry_points}}
+    for _ in range(rounds):
         start = time.perf_counter()
-        _check(name, fn(), reference)  # first call: compiles
-        first = time.perf_counter() - start
-        seconds, result = _best_of(fn, repeats)
-        _check(name, result, reference)
-        rows.append((label, seconds, first - seconds))
+        reference = reference_style_baseline(targets, predictions, overlaps=OVERLAPS)
+        times["reference"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        lean = baseline(targets, predictions, overlaps=OVERLAPS)
+        times["lean"].append(time.perf_counter() - start)
+        if not np.allclose(np.hstack(lean), np.hstack(reference), rtol=0, atol=1e-12):
+            raise AssertionError(f"{name}: the two baselines disagree: {lean} != {reference}")
+        for label, fn in entry_points.items():
+            if label not in compile_seconds:
+                start = time.perf_counter()
+                _check(name, fn(), reference)  # first call: compiles
+                compile_seconds[label] = time.perf_counter() - start
+            seconds, result = _best_of(fn, repeats)
+            _check(name, result, reference)
+            times[label].append(seconds)
 
     frames = int(lengths.sum())
     print(
         f"\n{name}: {len(targets)} videos, {frames / 1e6:.2f} M frames, padded to {padded_t.shape}"
+        f"; {rounds} rounds"
     )
-    print(f"  baseline, reference-script style: {reference_time * 1e3:9.1f} ms")
-    print(f"  baseline, lean pure Python:       {lean_time * 1e3:9.1f} ms")
-    for label, seconds, compile_seconds in rows:
+    print(f"  baseline, reference-script style: {_spread(times['reference'], 1e3, '.1f')} ms")
+    print(f"  baseline, lean pure Python:       {_spread(times['lean'], 1e3, '.1f')} ms")
+    for label in entry_points:
+        ours = np.array(times[label])
+        versus_reference = np.array(times["reference"]) / ours
+        versus_lean = np.array(times["lean"]) / ours
         print(
-            f"  jaxseg, {label:26s} {seconds * 1e3:8.1f} ms  = x{reference_time / seconds:5.0f}"
-            f" (reference style), x{lean_time / seconds:5.0f} (lean)"
-            f"   (first call +{compile_seconds:.1f} s: compilation)"
+            f"  jaxseg, {label:26s} {_spread(ours, 1e3, '.1f')} ms"
+            f" = x{np.median(versus_reference):.0f} (reference style, rounds"
+            f" {_spread(versus_reference, 1, '.0f')}), x{np.median(versus_lean):.0f} (lean)"
+            f"   (first call +{compile_seconds[label] - ours[0]:.1f} s: compilation)"
         )
+
+
+def _spread(values, scale, fmt):
+    """``median [min-max]`` of ``values * scale``."""
+    values = np.asarray(values) * scale
+    low, mid, high = (format(x, fmt) for x in (values.min(), np.median(values), values.max()))
+    return f"{mid} [{low}-{high}]"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=10, help="jaxseg: best of N, per round")
+    parser.add_argument("--rounds", type=int, default=3, help="baseline + jaxseg rounds")
     args = parser.parse_args()
     print(machine_summary())
     jax.block_until_ready(jax.numpy.zeros(1))  # start the backend: not part of any compilation
-    run("Breakfast-shaped", *breakfast_like(), args.repeats)
-    run("over-segmented", *over_segmented(), args.repeats)
+    run("Breakfast-shaped", *breakfast_like(), args.repeats, args.rounds)
+    run("over-segmented", *over_segmented(), args.repeats, args.rounds)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of the process: {peak:.0f} MiB")
 
