@@ -425,6 +425,14 @@ def test_unsigned_keys_keep_the_order_of_score_keys():
     assert np.all(keys[:-1] <= keys[1:]) and keys[3] == keys[4]
 
 
+@pytest.mark.parametrize("length", [0, 1, 31, 32, 33, 1000, 70001])
+def test_cumulative_count_equals_cumsum(length):
+    x = np.random.default_rng(length).random((3, length)) < [[0.05], [0.5], [1.0]]
+    got = jax.jit(ranking.cumulative_count)(x)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
+
+
 def _suffix_max_reference(values, ends):
     out = np.empty_like(values)
     for r in range(values.shape[0]):
