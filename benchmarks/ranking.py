@@ -1,8 +1,9 @@
 """Benchmark: ranking, detection, top-k and dense metrics against baselines in the same run.
 
 Each row times the jitted jaxseg function (inputs already on the device, compile excluded,
-best of ``--repeats``) and a baseline on the same data, checks that both give the same
-numbers, and prints the ratio baseline / jaxseg.
+best of ``--repeats``) and a baseline on the same data, in ``--rounds`` back-to-back rounds,
+checks that both give the same numbers, and prints the median of the rounds' ratios
+baseline / jaxseg.
 
     python benchmarks/ranking.py            # full sizes (the issue's)
     python benchmarks/ranking.py --quick    # small sizes, smoke test
@@ -14,6 +15,8 @@ import argparse
 import os
 import platform
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -131,7 +134,26 @@ def detection_data(num_videos, num_classes, preds_per_video, gt_capacity, seed=0
 
 
 # ---------------------------------------------------------------------------- rows
-def bench_frames(n, c, repeats):
+class Row(NamedTuple):
+    """A timed comparison: ``ours`` and ``baseline`` are called with no arguments; ``check``
+    asserts that their results agree."""
+
+    task: str
+    baseline_name: str
+    ours: Callable
+    baseline: Callable
+    check: Callable
+    baseline_repeats: int = 2
+
+
+def _close(atol):
+    def check(ours, base):
+        assert np.allclose(ours, base, atol=atol), np.abs(np.asarray(ours) - base).max()
+
+    return check
+
+
+def bench_frames(n, c):
     from sklearn.metrics import average_precision_score
 
     targets, scores = frames_data(n, c)
@@ -141,47 +163,48 @@ def bench_frames(n, c, repeats):
     both_fn = jax.jit(  # what `jaxseg detection --online` runs: one ranking serves both
         lambda t, s: _online_scores(t, s, None, background=(), ambiguous=())
     )
-    map_fn(t_dev, s_dev).block_until_ready()
-    cap_fn(t_dev, s_dev).block_until_ready()
-    jax.block_until_ready(both_fn(t_dev, s_dev))
-    t_map, ours_map = best_time(lambda: map_fn(t_dev, s_dev), repeats)
-    t_cap, ours_cap = best_time(lambda: cap_fn(t_dev, s_dev), repeats)
-    t_both, (ours_both_map, ours_both_cap) = best_time(lambda: both_fn(t_dev, s_dev), repeats)
-    base_repeats = max(1, repeats // 2)
-    b_map, base_map = best_time(
-        lambda: np.array([average_precision_score(targets[:, k], scores[:, k]) for k in range(c)]),
-        base_repeats,
-    )
-    b_cap, base_cap = best_time(
-        lambda: np.array([cap_numpy(targets[:, k], scores[:, k]) for k in range(c)]), base_repeats
-    )
-    assert np.allclose(ours_map, base_map, atol=1e-5), np.abs(ours_map - base_map).max()
-    assert np.allclose(ours_cap, base_cap, atol=1e-5), np.abs(ours_cap - base_cap).max()
+    ours_map = np.asarray(map_fn(t_dev, s_dev))
+    ours_cap = np.asarray(cap_fn(t_dev, s_dev))
+    ours_both_map, ours_both_cap = both_fn(t_dev, s_dev)
     assert np.array_equal(ours_both_map.per_class, ours_map, equal_nan=True)
     assert np.array_equal(ours_both_cap.per_class, ours_cap, equal_nan=True)
+
+    def base_map():
+        return np.array([average_precision_score(targets[:, k], scores[:, k]) for k in range(c)])
+
+    def base_cap():
+        return np.array([cap_numpy(targets[:, k], scores[:, k]) for k in range(c)])
+
+    def check_both(ours, base):
+        _close(1e-5)(ours[0].per_class, base[0])
+        _close(1e-5)(ours[1].per_class, base[1])
+
     return [
-        (
+        Row(
             f"per-frame mAP, {n} x {c}",
             "scikit-learn average_precision_score per class",
-            t_map,
-            b_map,
+            lambda: map_fn(t_dev, s_dev),
+            base_map,
+            _close(1e-5),
         ),
-        (
+        Row(
             f"per-frame cAP, {n} x {c}",
             "numpy cAP per class, as LSTR (argsort + cumsum)",
-            t_cap,
-            b_cap,
+            lambda: cap_fn(t_dev, s_dev),
+            base_cap,
+            _close(1e-5),
         ),
-        (
+        Row(
             f"per-frame mAP and cAP together, {n} x {c}",
             "the two baselines above, one after the other",
-            t_both,
-            b_map + b_cap,
+            lambda: both_fn(t_dev, s_dev),
+            lambda: (base_map(), base_cap()),
+            check_both,
         ),
     ]
 
 
-def bench_detection(num_videos, num_classes, preds, repeats):
+def bench_detection(num_videos, num_classes, preds):
     thresholds = tuple(np.round(np.linspace(0.5, 0.95, 10), 2).tolist())
     gb, gl, gm, pb, pl, ps, pm = detection_data(num_videos, num_classes, preds, 4)
     args = [jax.device_put(x) for x in (gb, gl, pb, pl, ps, gm, pm)]
@@ -201,7 +224,6 @@ def bench_detection(num_videos, num_classes, preds, repeats):
         )
     )
     fn(*args).block_until_ready()
-    t_ours, ours = best_time(lambda: fn(*args), repeats)
     gt = {v: (gb[v][gm[v]], gl[v][gm[v]]) for v in range(num_videos)}
     flat = (
         np.repeat(np.arange(num_videos), preds),
@@ -209,19 +231,19 @@ def bench_detection(num_videos, num_classes, preds, repeats):
         pl.reshape(-1),
         ps.reshape(-1),
     )
-    t_base, base = best_time(lambda: anet_loop(gt, flat, num_classes, thresholds), 1)
-    assert np.allclose(ours, base, atol=1e-5), np.abs(ours - base).max()
     return [
-        (
+        Row(
             f"detection mAP@0.5:0.95, {num_videos} videos x {preds} preds, {num_classes} cls",
             "Python ActivityNet loop (per class, per prediction)",
-            t_ours,
-            t_base,
+            lambda: fn(*args),
+            lambda: anet_loop(gt, flat, num_classes, thresholds),
+            _close(1e-5),
+            baseline_repeats=1,
         )
     ]
 
 
-def bench_top_k(n, c, repeats):
+def bench_top_k(n, c):
     from sklearn.metrics import top_k_accuracy_score
 
     rng = np.random.default_rng(0)
@@ -230,15 +252,18 @@ def bench_top_k(n, c, repeats):
     s_dev, l_dev = jax.device_put(scores), jax.device_put(labels)
     fn = jax.jit(lambda t, s: M.top_k_accuracy(t, s, k=(5,)))
     fn(l_dev, s_dev).block_until_ready()
-    t_ours, ours = best_time(lambda: fn(l_dev, s_dev), repeats)
-    t_base, base = best_time(
-        lambda: top_k_accuracy_score(labels, scores, k=5, labels=np.arange(c)), 2
-    )
-    assert abs(float(ours[0]) - base) < 1e-6
-    return [(f"top-5 accuracy, {n} x {c}", "scikit-learn top_k_accuracy_score", t_ours, t_base)]
+    return [
+        Row(
+            f"top-5 accuracy, {n} x {c}",
+            "scikit-learn top_k_accuracy_score",
+            lambda: fn(l_dev, s_dev)[0],
+            lambda: top_k_accuracy_score(labels, scores, k=5, labels=np.arange(c)),
+            _close(1e-6),
+        )
+    ]
 
 
-def bench_miou(b, h, w, c, repeats):
+def bench_miou(b, h, w, c):
     rng = np.random.default_rng(0)
     target = rng.integers(0, c, (b, h, w)).astype(np.uint8)
     target[rng.random((b, h, w)) < 0.05] = 255
@@ -247,7 +272,6 @@ def bench_miou(b, h, w, c, repeats):
     t_dev, p_dev = jax.device_put(target), jax.device_put(pred)
     fn = jax.jit(lambda t, p: M.iou(t, p, num_classes=c, ignore_index=255, spatial_ndim=3).mean)
     fn(t_dev, p_dev).block_until_ready()
-    t_ours, ours = best_time(lambda: fn(t_dev, p_dev), repeats)
 
     def fast_hist():  # the usual FCN-style numpy code
         keep = target != 255
@@ -264,29 +288,34 @@ def bench_miou(b, h, w, c, repeats):
             iou = np.diag(hist) / (hist.sum(0) + hist.sum(1) - np.diag(hist))
         return np.nanmean(iou)
 
-    t_base, base = best_time(fast_hist, repeats)
-    t_lean, lean = best_time(lean_hist, repeats)
-    assert abs(float(ours) - base) < 1e-6 and abs(base - lean) < 1e-12
+    task = f"mIoU, {b} x {h} x {w}, {c} classes"
+    ours = lambda: fn(t_dev, p_dev)  # noqa: E731
     return [
-        (
-            f"mIoU, {b} x {h} x {w}, {c} classes",
-            "numpy bincount (FCN fast_hist, mask index)",
-            t_ours,
-            t_base,
-        ),
-        (
-            f"mIoU, {b} x {h} x {w}, {c} classes",
-            "numpy bincount (int32, no mask index)",
-            t_ours,
-            t_lean,
-        ),
+        Row(task, "numpy bincount (FCN fast_hist, mask index)", ours, fast_hist, _close(1e-6), 5),
+        Row(task, "numpy bincount (int32, no mask index)", ours, lean_hist, _close(1e-6), 5),
     ]
+
+
+def timed_rounds(row: Row, repeats: int, rounds: int):
+    """``rounds`` back-to-back rounds of jaxseg (best of ``repeats``) then the baseline (best
+    of its repeats): each ratio compares times taken seconds apart, which matters on a
+    machine whose speed drifts between minutes. Checks the results of the first round."""
+    ours_times, base_times = [], []
+    for r in range(rounds):
+        ours_time, ours = best_time(row.ours, repeats)
+        base_time, base = best_time(row.baseline, row.baseline_repeats)
+        if r == 0:
+            row.check(ours, base)
+        ours_times.append(ours_time)
+        base_times.append(base_time)
+    return np.array(ours_times), np.array(base_times)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="jaxseg: best of N, per round")
+    parser.add_argument("--rounds", type=int, default=3, help="jaxseg + baseline rounds")
     args = parser.parse_args()
     import sklearn
 
@@ -300,15 +329,22 @@ def main():
     )
     q = args.quick
     rows = []
-    rows += bench_frames(2_000 if q else 200_000, 21, args.repeats)
-    rows += bench_detection(50 if q else 5_000, 20 if q else 200, 100, args.repeats)
-    rows += bench_top_k(4_096 if q else 262_144, 48, args.repeats)
-    rows += bench_miou(2 if q else 64, 64 if q else 512, 64 if q else 512, 21, args.repeats)
+    rows += bench_frames(2_000 if q else 200_000, 21)
+    rows += bench_detection(50 if q else 5_000, 20 if q else 200, 100)
+    rows += bench_top_k(4_096 if q else 262_144, 48)
+    rows += bench_miou(2 if q else 64, 64 if q else 512, 64 if q else 512, 21)
+    print(
+        f"\n{args.rounds} rounds; times: medians over the rounds; speed-up: median of the rounds'"
+        " ratios [lowest-highest]"
+    )
     print("\n| task | baseline | jaxseg | baseline time | speed-up |\n|---|---|---|---|---|")
-    for task, baseline, ours, base in rows:
+    for row in rows:
+        ours, base = timed_rounds(row, args.repeats, args.rounds)
+        ratios = base / ours
         print(
-            f"| {task} | {baseline} | {ours * 1e3:.1f} ms | {base * 1e3:.1f} ms | "
-            f"{base / ours:.1f}x |"
+            f"| {row.task} | {row.baseline_name} | {np.median(ours) * 1e3:.1f} ms"
+            f" | {np.median(base) * 1e3:.1f} ms | {np.median(ratios):.1f}x"
+            f" [{ratios.min():.1f}-{ratios.max():.1f}] |"
         )
 
 
