@@ -215,6 +215,11 @@ def test_long_rows_sorted_in_pieces(rows):
     got = M.mean_average_precision(targets.T, scores.T).per_class
     want = [skm.average_precision_score(t, s) for t, s in zip(targets, scores)]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    missed = np.arange(rows)  # positives never scored: a larger recall denominator per row
+    got = M.average_precision(targets, scores, num_positives=targets.sum(-1) + missed)
+    np.testing.assert_allclose(
+        got, np.array(want) * (1 - missed / (targets.sum(-1) + missed)), atol=1e-6
+    )
 
 
 def _ap_small(rows, interpolation="step"):

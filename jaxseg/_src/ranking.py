@@ -208,7 +208,7 @@ class _Ranked(NamedTuple):
 
 
 Rows = Callable[[], tuple[jax.Array, jax.Array, jax.Array]]
-RowValues = Callable[[_Ranked, jax.Array], jax.Array]
+RowValues = Callable[[_Ranked, jax.Array], tuple[jax.Array, ...]]  # per-row values
 
 
 def _row_keys(rows: Rows) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -242,7 +242,7 @@ def _key_window(scores: jax.Array, valid: jax.Array) -> tuple[jax.Array, jax.Arr
     return lo[:, None], fits
 
 
-def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
+def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
     """Each ``row_values(ranked, after)`` of rows ranked by decreasing score (see
     :func:`_with_ties` for ``after``); inside a group of tied scores the positives come last.
 
@@ -277,7 +277,7 @@ def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple[jax.Ar
     return lax.cond(fits, packed, general)
 
 
-def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple[jax.Array, ...]:
+def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple:
     """Each ``row_values(ranked, after)`` of the ranking stored in ``blocks`` of consecutive
     rows (``view(block)``: the block as :class:`_Ranked`), where ``after`` is, for each
     positive entry, the number of entries after it in its group of tied scores.
@@ -302,7 +302,7 @@ def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple[jax.Arr
         return tuple(fn(ranked, tail) for fn in row_values)
 
     values, longer = zip(*(short_runs(view(block)) for block in blocks))
-    values = tuple(jnp.concatenate(parts) for parts in zip(*values))
+    values = jax.tree.map(lambda *parts: jnp.concatenate(parts), *values)
     return lax.cond(jnp.any(jnp.stack(longer)), long_runs, lambda: values)
 
 
@@ -335,23 +335,26 @@ def _gather(x, index):
     return jnp.take_along_axis(x, jnp.minimum(index, n - 1), axis=-1)
 
 
-def _step_ap(num_positives=None) -> RowValues:
-    """scikit-learn's AP: mean over positives of the precision at their group's threshold
-    (``num_positives``: the recall denominator; default, the positives ranked)."""
-
-    def values(ranked: _Ranked, after: jax.Array) -> jax.Array:
-        tp = cumulative_count(ranked.positive)
-        tp_end = tp + after  # the group ends `after` entries later, all positive
-        seen = lax.broadcasted_iota(jnp.int32, tp.shape, 1) + 1 + after
-        precision = safe_divide(tp_end.astype(jnp.float32), seen.astype(jnp.float32))
-        total = _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0))
-        positives = tp[:, -1] if num_positives is None else num_positives
-        return safe_divide(total, positives.astype(jnp.float32), jnp.nan)
-
-    return values
+def _precision_sum(ranked: _Ranked, after: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The sum over positives of the precision at their group's threshold, and the number of
+    positives ranked (see :func:`_step_ap`)."""
+    tp = cumulative_count(ranked.positive)
+    tp_end = tp + after  # the group ends `after` entries later, all positive
+    seen = lax.broadcasted_iota(jnp.int32, tp.shape, 1) + 1 + after
+    precision = safe_divide(tp_end.astype(jnp.float32), seen.astype(jnp.float32))
+    return _tree_sum(jnp.where(ranked.positive > 0, precision, 0.0)), tp[:, -1]
 
 
-def _calibrated_ap(ranked: _Ranked, after: jax.Array) -> jax.Array:
+def _step_ap(precision_sum, num_positives=None) -> jax.Array:
+    """scikit-learn's AP from :func:`_precision_sum`: the mean over positives of the precision
+    at their group's threshold (``num_positives``: the recall denominator; by default, the
+    positives ranked)."""
+    total, ranked = precision_sum
+    positives = ranked if num_positives is None else num_positives
+    return safe_divide(total, positives.astype(jnp.float32), jnp.nan)
+
+
+def _calibrated_ap(ranked: _Ranked, after: jax.Array) -> tuple[jax.Array]:
     """cAP: mean over positives of TP / (TP + FP / w) at their group's threshold."""
     tp = cumulative_count(ranked.positive)
     tp_end = tp + after  # the group ends `after` entries later, all positive
@@ -362,7 +365,7 @@ def _calibrated_ap(ranked: _Ranked, after: jax.Array) -> jax.Array:
     weighted_fp = fp_end.astype(jnp.float32) * num_pos.astype(jnp.float32)
     cprec = safe_divide(weighted_tp, weighted_tp + weighted_fp, 1.0)
     total = _tree_sum(jnp.where(ranked.positive > 0, cprec, 0.0))
-    return safe_divide(total, num_pos[..., 0].astype(jnp.float32), jnp.nan)
+    return (safe_divide(total, num_pos[..., 0].astype(jnp.float32), jnp.nan),)
 
 
 def _voc_precision(ranked: _Ranked):
@@ -420,7 +423,7 @@ def ap_rows(rows: Rows, *, interpolation: str, num_positives=None) -> jax.Array:
     if (empty := _no_entries(rows)) is not None:
         return empty
     if interpolation == "step":
-        return _rank_grouped(rows, (_step_ap(num_positives),))[0]
+        return _step_ap(_rank_grouped(rows, (_precision_sum,))[0], num_positives)
     targets, scores, valid = (x.T for x in rows())
     positive = (targets & valid).astype(jnp.int32)
     if num_positives is None:
@@ -435,7 +438,7 @@ def cap_rows(rows: Rows) -> jax.Array:
     """Calibrated AP of each row (``rows`` as in :func:`ap_rows`)."""
     if (empty := _no_entries(rows)) is not None:
         return empty
-    return _rank_grouped(rows, (_calibrated_ap,))[0]
+    return _rank_grouped(rows, (_calibrated_ap,))[0][0]
 
 
 def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.Array]:
@@ -443,7 +446,8 @@ def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.A
     ``interpolation="step"`` both come from one ranking."""
     if interpolation != "step" or _no_entries(rows) is not None:
         return ap_rows(rows, interpolation=interpolation), cap_rows(rows)
-    return _rank_grouped(rows, (_step_ap(), _calibrated_ap))
+    precision_sum, (cap,) = _rank_grouped(rows, (_precision_sum, _calibrated_ap))
+    return _step_ap(precision_sum), cap
 
 
 # --------------------------------------------------------------------------------------------
