@@ -602,7 +602,7 @@ def _per_class(targets, scores, mask, background, ambiguous):
                 raise ValueError(f"{name} classes must lie in [0, {num_classes}), got {c}.")
     valid = jnp.ones(targets.shape[:-1], bool) if mask is None else mask
     if ambiguous:
-        valid = valid & ~jnp.any(targets[..., list(ambiguous)], axis=-1)
+        valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
     scored = tuple(c for c in range(num_classes) if c not in background + ambiguous)
     return targets, scores, valid, scored
 
@@ -614,7 +614,7 @@ def _class_scores(per_class):
     return ClassScores(per_class, safe_divide(total, count.astype(jnp.float32), jnp.nan))
 
 
-def _columns(x: jax.Array, columns: list[int]) -> jax.Array:
+def select_columns(x: jax.Array, columns: list[int]) -> jax.Array:
     """``x[..., columns]`` as slices of consecutive columns (a gather is several times slower)."""
     if not columns:
         return x[..., :0]
@@ -638,8 +638,8 @@ def _over_classes(row_fn, targets, scores, valid, scored) -> tuple[ClassScores, 
         to_rows = lambda x: jnp.moveaxis(x, -2, 0).reshape(shape)  # noqa: E731
         valid_rows = jnp.broadcast_to(valid[..., None], (*batch, n, len(columns)))
         return (
-            to_rows(_columns(targets, columns)),
-            to_rows(_columns(scores, columns)),
+            to_rows(select_columns(targets, columns)),
+            to_rows(select_columns(scores, columns)),
             to_rows(valid_rows),
         )
 

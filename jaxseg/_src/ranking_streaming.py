@@ -30,6 +30,7 @@ from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
     recall_reaches,
+    select_columns,
     static_ks,
     suffix_max,
     top_k_hits,
@@ -356,7 +357,7 @@ def frame_average_precision(
         targets = (targets != 0).reshape(-1, num_classes)
         valid = jnp.ones(targets.shape[:1], bool) if mask is None else mask.reshape(-1)
         if ambiguous:
-            valid = valid & ~jnp.any(targets[:, list(ambiguous)], axis=-1)
+            valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
         return targets, scores.reshape(-1, num_classes), valid
 
     def finish(ap, cap, frames, overflow):
