@@ -87,6 +87,21 @@ def _online(targets, scores, mask, background, ambiguous):
     )
 
 
+def test_frame_ap_and_cap_equal_the_two_metrics():
+    # One ranking serves both (the CLI and the streaming accumulator use it): the same bits as
+    # the two public functions, with a mask, ties, and scored columns that are not consecutive.
+    rng = np.random.default_rng(21)
+    targets = rng.random((2, 300, 6)) < 0.3
+    scores = np.round(rng.random((2, 300, 6)), 2).astype(np.float32)
+    mask = rng.random((2, 300)) < 0.9
+    kw = dict(mask=mask, background=(0, 3), ambiguous=(5,))
+    both = jax.jit(lambda t, s: ranking.frame_ap_and_cap(t, s, **kw))(targets, scores)
+    separate = _online(targets, scores, mask, (0, 3), (5,))
+    for got, want in zip(both, separate, strict=True):
+        np.testing.assert_array_equal(got.per_class, want.per_class)
+        np.testing.assert_array_equal(got.mean, want.mean)
+
+
 def _check_lstr(case, result, index):
     for name, got in zip(("lstr_AP", "lstr_cAP"), result, strict=True):
         want = case[name]
