@@ -207,7 +207,8 @@ class PaddedBuffers:
         return self._cache[key]
 
     def fill_videos(self, names, targets, predictions, bound: int):
-        """Pads 1-D videos; returns ``(targets, predictions, lengths)`` of bucketed shape.
+        """Pads 1-D videos; returns ``(targets, predictions, lengths, bound)``, the first three
+        of bucketed shape.
 
         ``bound`` is the largest label (:func:`largest_label`): it chooses the buffers' type.
         Raises ValueError naming the video when its two lengths differ.
@@ -222,11 +223,15 @@ class PaddedBuffers:
         for row, (t, p) in enumerate(zip(targets, predictions)):
             padded_t[row, : len(t)] = t
             padded_p[row, : len(p)] = p
-        return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0])
+        return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0]), bound
 
     def fill_padded(self, targets: np.ndarray, predictions: np.ndarray, lengths: np.ndarray):
         """Copies a padded batch ``[B, T]`` into a bucketed buffer (check the labels first with
-        :func:`check_batch`: they are converted to the buffer's integer type).
+        :func:`check_batch`: they are converted to the buffer's integer type); returns
+        ``(targets, predictions, lengths, bound)``.
+
+        ``bound`` is at least the largest valid label: the largest label of the whole batch,
+        padding included (2^63 if a label there is negative or not an integer).
 
         Integer labels are first copied into int8 buffers, each block checked as it is copied
         (:func:`copy_if_int8`); a label outside [0, 127] sends them to int32 buffers instead.
@@ -234,12 +239,12 @@ class PaddedBuffers:
         if targets.dtype.kind in "biu" and predictions.dtype.kind in "biu":
             padded = self._get(*targets.shape, 0)
             if all(list(_COPIERS.map(copy_if_int8, padded, (targets, predictions)))):
-                return (*padded, self._lengths(lengths, padded[0].shape[0]))
+                return (*padded, self._lengths(lengths, padded[0].shape[0]), _INT8_MAX)
         bound = max(_COPIERS.map(_padded_bound, (targets, predictions)))
         padded_t, padded_p = self._get(*targets.shape, bound)
         batch, frames = targets.shape
         copy_pair((padded_t[:batch, :frames], padded_p[:batch, :frames]), (targets, predictions))
-        return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0])
+        return padded_t, padded_p, self._lengths(lengths, padded_t.shape[0]), bound
 
     @staticmethod
     def _lengths(lengths, batch):
