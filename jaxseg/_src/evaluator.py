@@ -318,14 +318,15 @@ class Evaluator:
         """The static number of class counts of phase 2b: more than any valid label of the
         batch ``[B, T]`` (at most ``bound``), ``num_classes`` and the classes seen so far.
 
-        A bound from the padding (a large sentinel, or a negative one) is replaced by the
-        largest valid label; negative valid labels are reported after phase 2b.
+        At least 128, so that labels from lists and from padded batches share one program. A
+        bound from the padding (a large sentinel, or a negative one) is replaced by the largest
+        valid label; negative valid labels are reported after phase 2b.
         """
         if bound >= _COUNT_BINS_FROM_BOUND:
             valid = np.arange(targets.shape[1]) < lengths[: len(targets), None]
             bound = max(label_bound(targets[valid]), label_bound(predictions[valid]))
         largest = bound if bound <= _INT32.max else 0
-        return bucket(max(self.num_classes or 1, self._class_counts.shape[1], largest + 1))
+        return bucket(max(self.num_classes or 1, self._class_counts.shape[1], largest + 1), minimum=128)
 
     def _compile_ahead(self, padded_t, padded_p, padded_lengths, size, count_bins) -> list:
         """The first time phase 1 sees a batch shape, phase 2 is lowered for the capacities
