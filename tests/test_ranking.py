@@ -218,23 +218,42 @@ def test_ap_extreme_scores_use_the_general_sort():
         assert abs(got[r] - want) <= 1e-6, r
 
 
-@pytest.mark.parametrize("rows", [9, 10, 21])
+@pytest.mark.parametrize("rows", [9, 10, 21, 30])
 def test_long_rows_sorted_in_pieces(rows):
-    # 10 or more rows of at least 2^14 entries are sorted as independent pieces.
+    # 10 or more rows of at least 2^14 entries are sorted as independent pieces: up to 24 for
+    # one metric per row, 12 for two.
     n = ranking._SORT_PIECE_LENGTH
     x = np.random.default_rng(rows).integers(0, 1 << 20, (rows, n)).astype(np.uint32)
-    blocks = jax.jit(ranking._sort_rows)(x)
-    np.testing.assert_array_equal(np.concatenate(blocks), np.sort(x, axis=-1))
+    for metrics, most in ((1, 24), (2, 12)):
+        blocks = jax.jit(ranking._sort_rows, static_argnums=1)(x, metrics)
+        assert len(blocks) == (1 if rows < 10 else min(rows, most))
+        np.testing.assert_array_equal(np.concatenate(blocks), np.sort(x, axis=-1))
     targets = x % 3 == 0
     scores = (x % 1000).astype(np.float32)  # many ties
     got = M.mean_average_precision(targets.T, scores.T).per_class
     want = [skm.average_precision_score(t, s) for t, s in zip(targets, scores)]
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    both = ranking.frame_ap_and_cap(targets.T, scores.T)
+    np.testing.assert_array_equal(both[0].per_class, got)
+    cap = M.calibrated_average_precision(targets.T, scores.T).per_class
+    np.testing.assert_array_equal(both[1].per_class, cap)
+    np.testing.assert_allclose(
+        cap, [_calibrated_from_sklearn(t, s) for t, s in zip(targets, scores)], rtol=0, atol=1e-6
+    )
     missed = np.arange(rows)  # positives never scored: a larger recall denominator per row
     got = M.average_precision(targets, scores, num_positives=targets.sum(-1) + missed)
     np.testing.assert_allclose(
         got, np.array(want) * (1 - missed / (targets.sum(-1) + missed)), atol=1e-6
     )
+
+
+def _calibrated_from_sklearn(targets, scores):
+    """cAP from scikit-learn's precision-recall curve (tied scores grouped): calibrated
+    precision ``p w / (p w + 1 - p)``, ``w = negatives / positives``, summed over recall steps."""
+    precision, recall, _ = skm.precision_recall_curve(targets, scores)
+    ratio = (len(targets) - targets.sum()) / targets.sum()
+    calibrated = ratio * precision / (ratio * precision + 1 - precision)
+    return -np.sum(np.diff(recall) * calibrated[:-1])
 
 
 def _ap_small(rows, interpolation="step"):

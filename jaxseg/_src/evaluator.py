@@ -326,7 +326,8 @@ class Evaluator:
             valid = np.arange(targets.shape[1]) < lengths[: len(targets), None]
             bound = max(label_bound(targets[valid]), label_bound(predictions[valid]))
         largest = bound if bound <= _INT32.max else 0
-        return bucket(max(self.num_classes or 1, self._class_counts.shape[1], largest + 1), minimum=128)
+        classes = max(self.num_classes or 1, self._class_counts.shape[1], largest + 1)
+        return bucket(classes, minimum=128)
 
     def _compile_ahead(self, padded_t, padded_p, padded_lengths, size, count_bins) -> list:
         """The first time phase 1 sees a batch shape, phase 2 is lowered for the capacities
