@@ -218,6 +218,17 @@ def test_ap_extreme_scores_use_the_general_sort():
         assert abs(got[r] - want) <= 1e-6, r
 
 
+@pytest.mark.parametrize("n", [1, 5, 32, 33, 200, 4099])
+def test_tree_sum_is_exact_on_integers_and_close_on_floats(n):
+    rng = np.random.default_rng(n)
+    small = rng.integers(0, 10, (3, n)).astype(np.float32)  # every partial sum is exact
+    np.testing.assert_array_equal(ranking._tree_sum(small), small.sum(-1))
+    x = rng.random((3, n)).astype(np.float32)
+    bound = (16 + math.log2(n + 1)) * np.finfo(np.float32).eps * np.abs(x).sum(-1)
+    exact = [math.fsum(row) for row in x.astype(np.float64)]
+    assert np.all(np.abs(np.asarray(ranking._tree_sum(x), np.float64) - exact) <= bound)
+
+
 @pytest.mark.parametrize("rows", [9, 10, 21, 30])
 def test_long_rows_sorted_in_pieces(rows):
     # 10 or more rows of at least 2^14 entries are sorted as independent pieces: up to 24 for

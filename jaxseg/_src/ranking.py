@@ -7,8 +7,10 @@ float32, and sums of ratios use a pairwise tree, so results match float64 refere
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import operator
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -109,12 +111,18 @@ def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
 def _tree_sum(x: jax.Array) -> jax.Array:
     """Sum over the last axis: blocks of 16 in order, then pairwise halving (rounding error
     ~16 + log2(N / 16) ulps). The blocks spare padding a long row to a power of two (200,000
-    entries: 10% faster AP)."""
+    entries: 10% faster AP).
+
+    A block is summed as 16 slices added one by one, not by ``jnp.sum``: XLA:CPU runs a sum
+    over a short axis as a separate library kernel, so the summands were written out first
+    and the sums of all rows ran one after another once every sort was done (AP over
+    21 x 200,000: 104-108 ms against 111-114 ms)."""
     n = x.shape[-1]
     if n > 2 * _SUM_BLOCK:
         padded = -(-n // _SUM_BLOCK) * _SUM_BLOCK
         x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - n)])
-        x = jnp.sum(x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK), axis=-1)
+        blocks = x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK)
+        x = functools.reduce(operator.add, [blocks[..., i] for i in range(_SUM_BLOCK)])
         n = x.shape[-1]
     size = 1 << max(0, (n - 1).bit_length())
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - n)])
