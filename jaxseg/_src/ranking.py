@@ -199,9 +199,10 @@ def _sort_rows(x: jax.Array, metrics: int = 1) -> tuple[jax.Array, ...]:
     of 155 ms on 2 cores. The blocks are concatenated where they are used, so that XLA reads
     them there instead of copying them into one array first.
 
-    The executor runs the work after the sorts mostly once every sort is done, so the sorts
-    are only as small as that tail allows (21 x 200,000, one sort per row against two: AP
-    110-117 ms against 123-129 ms; AP and cAP together 116-122 ms against 110-116 ms).
+    The number of sorts was chosen by measurement (21 x 200,000, same process): AP with one
+    sort per row 105-107 ms, with one per two rows 115-119 ms; AP and cAP together, whose
+    work after each sort is twice as large, 107-114 ms with one sort per two rows and
+    112-116 ms with one per row.
     """
     rows, n = x.shape
     pieces = min(rows, max(_SORT_PIECES_MIN, _SORT_PIECES // metrics))

@@ -344,7 +344,7 @@ def bits_before(words, frames):
     32 W``): a running popcount of the words and one masked word per frame."""
     counts, running = _running_counts(words)
     before = running - counts
-    word = jnp.minimum(frames >> 5, words.shape[-1] - 1)  # frames // WORD_BITS, unsigned
+    word = jnp.minimum(frames >> 5, words.shape[-1] - 1)  # frames // 32 (frames >= 0)
     low = (frames - word * WORD_BITS).astype(jnp.uint32)  # in [0, 32]
     below = jnp.where(low == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << low) - 1)
     return before[word] + popcount(words[word] & below).astype(jnp.int32)
