@@ -283,17 +283,19 @@ class Evaluator:
         stats, label_range, counts = _measure(
             device[2], words, *tables, options=static["options"], num_classes=count_bins
         )
-        background_frames = jax.device_get(background_frames)[:size]
-        label_range = jax.device_get(label_range)[:size].T
-        label_range = self._with_background(label_range, background_frames)
+        background_frames, label_range, counts, stats = jax.device_get(
+            (background_frames, label_range, counts, stats)
+        )
+        background_frames = background_frames[:size]
+        label_range = self._with_background(label_range[:size].T, background_frames)
         self._check_range(names, label_range[:2], label_range[2:])
         seen = int(label_range[2:].max()) + 1
         classes = self._grow_class_counts(seen)
-        counts = jax.device_get(counts)[:, :classes].astype(np.int64)
+        counts = counts[:, :classes].astype(np.int64)
         for label, frames in zip(self.background, background_frames.sum(axis=0).T):
             if 0 <= label < classes:  # a negative or larger background label does not occur
                 counts[:, label] += frames
-        self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], jax.device_get(stats)))
+        self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], stats))
         self._class_counts += counts
         self._names.extend(names)
 
