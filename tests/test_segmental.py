@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
+from jaxseg._src import edit
 from jaxseg._src.f1 import candidate_bound
 from jaxseg._src.segmentation import segmentation_statistics
 
@@ -554,6 +555,35 @@ def test_many_target_segments():
     np.testing.assert_array_equal(stats.fp[0], fp)
     np.testing.assert_array_equal(stats.fn[0], fn)
     assert 0 < tp[-1] < tp[0] and stats.edit_distance[0] == ref.edit_distance(targets, predictions)
+
+
+@pytest.mark.parametrize("words", [1, 2, 3, 28, 31, 32, 40])
+def test_multi_word_add_carries_like_integers(words):
+    # Fewer than 32 words: carries from one integer addition; more: a prefix scan.
+    rng = np.random.default_rng(words)
+    a = rng.integers(0, 1 << 32, (64, words), dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 1 << 32, (64, words), dtype=np.uint64).astype(np.uint32)
+    a[::2][rng.random((32, words)) < 0.6] = 0xFFFFFFFF  # long chains of carried-through words
+    b[1::4], a[1::4, :-1] = 0, 0xFFFFFFFF
+    b[1::4, 0] = 1  # a carry through every word
+    got = np.asarray(jax.vmap(edit._add)(a, b))
+    for row_a, row_b, row_got in zip(a, b, got):
+        total = (_as_integer(row_a) + _as_integer(row_b)) % (1 << (32 * words))
+        assert _as_integer(row_got) == total
+
+
+def _as_integer(words):
+    return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+
+@pytest.mark.parametrize("predicted", [900, 1100])
+def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
+    # The predicted labels are the bit pattern: 29 words (one-word carries) or 35 (the scan).
+    rng = np.random.default_rng(predicted)
+    target = rng.integers(0, 6, 40).astype(np.int32)
+    prediction = rng.integers(0, 6, predicted).astype(np.int32)
+    got = jax.jit(edit.levenshtein)(target, 40, prediction, predicted)
+    assert int(got) == ref.levenshtein(target.tolist(), prediction.tolist())
 
 
 # ------------------------------------------------------------------------------------------
