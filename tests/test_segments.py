@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import segments as jseg
+from jaxseg._src import segments
 
 BATCH, T_MAX, SMALL = 16, 3000, 16
 
@@ -204,3 +205,11 @@ def test_running_popcounts():
     bits = np.unpackbits(words.view(np.uint8)).reshape(300, 32).sum(axis=1)
     np.testing.assert_array_equal(np.asarray(counts), bits)
     np.testing.assert_array_equal(np.asarray(running), np.cumsum(bits))
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 188, 300, 5000])
+def test_windowed_running_sum_equals_cumsum(n):
+    # Blocks of 16, and blocks of blocks past 256 entries.
+    x = np.random.default_rng(n).integers(0, 33, (3, n)).astype(np.int32)
+    got = jax.jit(segments._windowed_running_sum)(x)
+    np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
