@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import segments as jseg
-from jaxseg._src import segments
+from jaxseg._src.numerics import windowed_running_sum
 
 BATCH, T_MAX, SMALL = 16, 3000, 16
 
@@ -211,5 +211,5 @@ def test_running_popcounts():
 def test_windowed_running_sum_equals_cumsum(n):
     # Blocks of 16, and blocks of blocks past 256 entries.
     x = np.random.default_rng(n).integers(0, 33, (3, n)).astype(np.int32)
-    got = jax.jit(segments._windowed_running_sum)(x)
+    got = jax.jit(windowed_running_sum)(x)
     np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 from jax import lax
 
 _BLOCK = 64  # entries summed by one triangular matrix product
+_WINDOW = 16  # entries summed by one windowed reduction
 _EXACT_FLOAT32 = 1 << 24  # float32 holds every integer below this
 
 
@@ -71,21 +72,51 @@ def count_set_bits(words):
     return jnp.sum(popcount(words).astype(jnp.int32), axis=-1)
 
 
-def _blocked_running_sum(x):
-    """Running sum of float32 ``x`` along the last axis: a triangular matrix product inside
-    blocks of 64, and the same function over the block totals."""
+def _blocked_running_sum(x, block: int, within_block):
+    """Inclusive running sum along the last axis: ``within_block`` sums inside blocks of
+    ``block`` entries (it gets arrays whose last axis is at most ``block``), and the block
+    totals are summed by the same scheme, recursively."""
     n = x.shape[-1]
-    block = min(n, _BLOCK)
+    if n <= block:
+        return within_block(x)
     blocks = -(-n // block)
-    pad = [(0, 0)] * (x.ndim - 1) + [(0, blocks * block - n)]
-    grid = jnp.pad(x, pad).reshape(*x.shape[:-1], blocks, block)
-    upper = jnp.triu(jnp.ones((block, block), x.dtype))
-    within = jnp.matmul(grid, upper, precision=lax.Precision.HIGHEST)
-    if blocks == 1:
-        return within.reshape(*x.shape[:-1], block)[..., :n]
+    grid = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, blocks * block - n)])
+    within = within_block(grid.reshape(*x.shape[:-1], blocks, block))
     totals = within[..., -1]
-    before = _blocked_running_sum(totals) - totals
+    before = _blocked_running_sum(totals, block, within_block) - totals
     return (within + before[..., None]).reshape(*x.shape[:-1], blocks * block)[..., :n]
+
+
+def _triangular_product(x):
+    """Running sums of float32 rows by a matrix product with an upper triangle of ones."""
+    upper = jnp.triu(jnp.ones((x.shape[-1], x.shape[-1]), x.dtype))
+    return jnp.matmul(x, upper, precision=lax.Precision.HIGHEST)
+
+
+def _window_sum(x):
+    """Running sums of short int32 rows by a windowed reduction (one addition per entry
+    and earlier entry of the row)."""
+    n = x.shape[-1]
+    pad = [(0, 0)] * (x.ndim - 1) + [(n - 1, 0)]
+    window = (1,) * (x.ndim - 1) + (n,)
+    return lax.reduce_window(x, jnp.zeros((), x.dtype), lax.add, window, (1,) * x.ndim, pad)
+
+
+def windowed_running_sum(x):
+    """Inclusive running sum of int32 ``x`` along the last axis, exact: a windowed sum inside
+    blocks of 16, then the same over the block totals (16 additions per entry and level, in
+    a few kernels).
+
+    On CPU it beats a parallel prefix scan (eight levels, ~16 small kernels) for rows of a few
+    hundred entries: over the ~200 words of a Breakfast-shaped video's frame flags, the
+    segment tables (phase 2a of the Evaluator) take 2.7-2.8 ms instead of 3.3-3.5 ms, and the
+    scan beat :func:`running_sum`'s matrix products there. Over the ~6,000 words of a long AP
+    row the matrix products were as fast or faster, so the ranking keeps them.
+
+    >>> windowed_running_sum(jnp.array([1, 0, 3, 2], jnp.int32)).tolist()
+    [1, 1, 4, 6]
+    """
+    return _blocked_running_sum(x, _WINDOW, _window_sum)
 
 
 def running_sum(x, *, largest: int):
@@ -105,4 +136,6 @@ def running_sum(x, *, largest: int):
         return jnp.zeros(x.shape, jnp.int32)
     if largest * x.shape[-1] >= _EXACT_FLOAT32:
         return lax.associative_scan(jnp.add, x.astype(jnp.int32), axis=-1)
-    return _blocked_running_sum(x.astype(jnp.float32)).astype(jnp.int32)
+    return _blocked_running_sum(x.astype(jnp.float32), _BLOCK, _triangular_product).astype(
+        jnp.int32
+    )
