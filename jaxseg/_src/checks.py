@@ -10,6 +10,7 @@ from __future__ import annotations
 import fractions
 from collections.abc import Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -83,6 +84,16 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}.")
     return int(value)
+
+
+def positive_if_static(name: str, value) -> None:
+    """Raises if ``value`` is a concrete number that is not > 0 (a traced value passes: it
+    may be annealed inside jit, where its value is not known)."""
+    if isinstance(value, jax.core.Tracer):
+        return
+    array = np.asarray(value)
+    if array.ndim == 0 and np.issubdtype(array.dtype, np.number) and not array > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}.")
 
 
 def static_labels(name: str, values) -> tuple[int, ...]:

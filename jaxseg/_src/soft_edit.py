@@ -7,6 +7,12 @@ import jax.numpy as jnp
 
 from jaxseg._src import checks, edit_dp
 from jaxseg._src.batching import lift
+from jaxseg._src.capacity import (
+    capacity_ladder,
+    run_count_bound,
+    switch_capacity,
+    switch_capacity_rows,
+)
 from jaxseg._src.loss_utils import compact_frames, logits_and_labels, probabilities
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segments import is_background, segments_of
@@ -153,24 +159,34 @@ def soft_edit_loss(
     normalize = checks.static_choice("normalize", normalize, ("target", "max"))
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
-    capacity = capacity or max(labels.shape[-1], 1)
     stride = checks.static_int("stride", stride, minimum=1)
-    gamma = jnp.asarray(gamma, jnp.float32)
+    checks.positive_if_static("gamma", gamma)
+    batch_shape, T = labels.shape[:-1], labels.shape[-1]
+    logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
+    labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
+    gammas = jnp.broadcast_to(jnp.asarray(gamma, jnp.float32), labels.shape[:1])
+    options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
 
-    def one(x, y, valid):
-        return _soft_edit_one(
-            probabilities(x),
-            y,
-            valid,
-            background=background,
-            capacity=capacity,
-            gamma=gamma,
-            normalize=normalize,
-            backward=backward,
-            stride=stride,
-        )
+    def at_capacity(c):
+        def rows_loss(rows, others):
+            def one(x, g, y, valid):
+                return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
 
-    return lift(one, (logits, labels, mask), (2, 1, 1))
+            return jax.vmap(one)(*rows, *others)
+
+        return rows_loss
+
+    rows, others = (logits, gammas), (labels, mask)
+    if capacity is not None:
+        loss = at_capacity(capacity)(rows, others)
+    else:
+        needed = jnp.max(run_count_bound(labels, mask, background), initial=0)
+        ladder = capacity_ladder(max(T, 1))
+        if backward == "custom":
+            loss = switch_capacity_rows(at_capacity, ladder, needed, rows, others)
+        else:  # any-order derivatives: the switch's own (its residuals at every capacity)
+            loss = switch_capacity(lambda c: at_capacity(c), ladder, needed, rows, others)
+    return jnp.reshape(loss, batch_shape)
 
 
 def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):
