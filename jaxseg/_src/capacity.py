@@ -122,3 +122,34 @@ def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
     for label in background:
         starts = starts & (labels != label)
     return jnp.sum(starts, axis=1, dtype=jnp.int32)
+
+
+def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, any_order=False):
+    """A per-sequence loss over a flat batch, at the given or the smallest sufficient capacity.
+
+    Args:
+      one: ``one(c, *row, *other)`` -> scalar loss of one sequence at static capacity ``c``.
+      capacity: static int, or ``None`` to choose among :func:`capacity_ladder` of the frames.
+      rows: tuple of differentiable ``[B, ...]`` arrays (logits, per-sequence parameters).
+      others: tuple of ``[B, T]`` arrays (labels, mask).
+      count_bound: int32 ``[B]``, each sequence's need (e.g. :func:`run_count_bound`).
+      any_order: differentiate through ``lax.switch`` itself (forward mode and higher orders;
+        reverse mode then allocates every rung's residuals) instead of inside the branch.
+
+    Returns:
+      ``[B]`` losses.
+    """
+
+    def at_capacity(c):
+        def rows_loss(rows, others):
+            return jax.vmap(functools.partial(one, c))(*rows, *others)
+
+        return rows_loss
+
+    if capacity is not None:
+        return at_capacity(capacity)(rows, others)
+    ladder = capacity_ladder(max(others[0].shape[-1], 1))
+    needed = jnp.max(count_bound, initial=0)
+    if any_order:
+        return switch_capacity(at_capacity, ladder, needed, rows, others)
+    return switch_capacity_rows(at_capacity, ladder, needed, rows, others)

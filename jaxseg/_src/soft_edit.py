@@ -7,12 +7,7 @@ import jax.numpy as jnp
 
 from jaxseg._src import checks, edit_dp
 from jaxseg._src.batching import lift
-from jaxseg._src.capacity import (
-    capacity_ladder,
-    run_count_bound,
-    switch_capacity,
-    switch_capacity_rows,
-)
+from jaxseg._src.capacity import run_count_bound, sequence_loss
 from jaxseg._src.loss_utils import compact_frames, logits_and_labels, probabilities
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segments import is_background, segments_of
@@ -125,12 +120,17 @@ def soft_edit_loss(
       mask: optional bool ``[..., T]``, True = valid frame; masked frames are removed first and
         get exactly zero gradient.
       background: static tuple of labels that form no segment.
-      gamma: float scalar > 0, the temperature; may be traced (annealing does not recompile).
+      gamma: float scalar > 0, the temperature; may be traced (annealing does not recompile);
+        a concrete value ≤ 0 raises ``ValueError``.
         Keep ``gamma <= 1 / log(T / M)``: larger values bias the value strongly negative and
         can flip the gradient's sign at true starts. Default 0.1.
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
-      max_segments: static capacity of label segments (``None``: ``T``, exact). The DP costs
-        ``T / stride + max_segments`` sequential steps; set it to the dataset's maximum.
+      max_segments: static capacity of label segments, a memory bound. ``None`` (default):
+        each call runs the DP at the smallest of a few static capacities (32, 256, 2048, ...,
+        ``T``) that holds the batch's label segments, so it costs what the labels need and
+        never truncates. Under ``jax.vmap`` of this function, or with
+        ``backward="autodiff"`` in reverse mode, every capacity is evaluated: give
+        ``max_segments`` there (the DP costs ``T / stride + max_segments`` steps).
       stride: static int ≥ 1. With ``stride > 1`` the DP runs over windows of ``stride``
         frames (``stride`` times fewer sequential steps): a window's soft starts are summed,
         ``s_w = Σ_{t∈w} s_t`` and ``U_w(c) = Σ_{t∈w} u_t(c)``, and the match cost becomes
@@ -167,25 +167,17 @@ def soft_edit_loss(
     gammas = jnp.broadcast_to(jnp.asarray(gamma, jnp.float32), labels.shape[:1])
     options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
 
-    def at_capacity(c):
-        def rows_loss(rows, others):
-            def one(x, g, y, valid):
-                return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
+    def one(c, x, g, y, valid):
+        return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
 
-            return jax.vmap(one)(*rows, *others)
-
-        return rows_loss
-
-    rows, others = (logits, gammas), (labels, mask)
-    if capacity is not None:
-        loss = at_capacity(capacity)(rows, others)
-    else:
-        needed = jnp.max(run_count_bound(labels, mask, background), initial=0)
-        ladder = capacity_ladder(max(T, 1))
-        if backward == "custom":
-            loss = switch_capacity_rows(at_capacity, ladder, needed, rows, others)
-        else:  # any-order derivatives: the switch's own (its residuals at every capacity)
-            loss = switch_capacity(lambda c: at_capacity(c), ladder, needed, rows, others)
+    loss = sequence_loss(
+        one,
+        capacity,
+        (logits, gammas),
+        (labels, mask),
+        count_bound=run_count_bound(labels, mask, background),
+        any_order=backward == "autodiff",
+    )
     return jnp.reshape(loss, batch_shape)
 
 

@@ -8,6 +8,7 @@ import optax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
+from jaxseg._src.capacity import run_count_bound, sequence_loss
 from jaxseg._src.loss_utils import (
     compact_frames,
     compute_dtype,
@@ -128,7 +129,8 @@ def ctc_transcript_loss(
       mask: optional bool ``[..., T]``, True = valid frame.
       background: static tuple with at most one label (the blank).
       normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
-      max_segments: static transcript capacity (``None``: ``T``).
+      max_segments: static transcript capacity, a memory bound (``None``: chosen per call
+        among a few static sizes by the batch's longest transcript; never truncates).
 
     Returns:
       float32 ``[...]``, ≥ 0; NaN where the transcript overflows ``max_segments``.
@@ -152,9 +154,8 @@ def ctc_transcript_loss(
         )
     normalize = checks.static_choice("normalize", normalize, ("target", "none"))
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
-    capacity = capacity or max(labels.shape[-1], 1)
 
-    def one(x, y, valid):
+    def one(capacity, x, y, valid):
         x = x.astype(compute_dtype(x))
         if background:
             blank = background[0]
@@ -175,7 +176,12 @@ def ctc_transcript_loss(
             loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
         return jnp.where(transcript.count > capacity, jnp.nan, loss)
 
-    return lift(one, (logits, labels, mask), (2, 1, 1))
+    batch_shape, T = labels.shape[:-1], labels.shape[-1]
+    logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
+    labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
+    bound = run_count_bound(labels, mask, background)
+    loss = sequence_loss(one, capacity, (logits,), (labels, mask), count_bound=bound)
+    return jnp.reshape(loss, batch_shape)
 
 
 # ----------------------------------------------------------------------------- 1-D intervals

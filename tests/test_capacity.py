@@ -1,0 +1,111 @@
+"""Run-time capacity choice: default arguments give the bits of an explicit capacity."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _reference import segments as reference_segments
+
+from jaxseg import losses
+from jaxseg._src.capacity import capacity_ladder, run_count_bound
+
+T, C = 600, 6
+
+
+def _labels(rng, batch, segments):
+    """``[batch, T]`` labels whose rows have about ``segments`` runs (classes 0..C-1)."""
+    rows = []
+    for _ in range(batch):
+        cuts = np.sort(rng.choice(np.arange(1, T), segments - 1, replace=False))
+        lengths = np.diff(np.concatenate([[0], cuts, [T]]))
+        rows.append(np.repeat(rng.integers(0, C, segments), lengths))
+    return np.stack(rows).astype(np.int32)
+
+
+def _mask(rng, batch, holes):
+    mask = np.arange(T)[None, :] < rng.integers(T // 2, T + 1, (batch, 1))
+    if holes:
+        mask &= rng.random((batch, T)) > 0.1
+    return mask
+
+
+def test_capacity_ladder_is_short_and_ends_at_the_worst_case():
+    assert capacity_ladder(6000) == (32, 256, 2048, 6000)
+    assert capacity_ladder(300) == (32, 300)
+    assert capacity_ladder(40) == (40,)
+    assert capacity_ladder(0) == (1,)
+
+
+@pytest.mark.parametrize("holes", [False, True])
+@pytest.mark.parametrize("background", [(), (0,)])
+def test_run_count_bound_is_exact_for_prefix_masks_and_an_upper_bound_otherwise(holes, background):
+    rng = np.random.default_rng(len(background) + 2 * holes)
+    labels = _labels(rng, 16, 40)
+    labels[:, ::7] = rng.integers(0, C, labels[:, ::7].shape)  # one-frame segments
+    mask = _mask(rng, 16, holes)
+    bound = np.asarray(run_count_bound(jnp.asarray(labels), jnp.asarray(mask), background))
+    exact = [len(reference_segments(y, m, background)) for y, m in zip(labels, mask)]
+    if holes:
+        assert np.all(bound >= exact) and np.any(bound > exact)
+    else:
+        np.testing.assert_array_equal(bound, exact)
+
+
+def _value_and_grad(loss, **kwargs):
+    def total(logits, gamma, labels, mask):
+        return jnp.sum(loss(logits, labels, mask=mask, **kwargs, **gamma))
+
+    return jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
+
+
+@pytest.mark.parametrize("segments", [5, 100, 400])  # the rungs 32, 256 and T
+@pytest.mark.parametrize(
+    "loss, gamma",
+    [(losses.soft_edit_loss, {"gamma": 0.3}), (losses.ctc_transcript_loss, {})],
+    ids=["soft_edit_loss", "ctc_transcript_loss"],
+)
+def test_default_capacity_gives_the_bits_of_the_rung_and_the_exact_values(loss, gamma, segments):
+    """Bit for bit what the smallest sufficient rung gives when asked for, never NaN, and the
+    value of capacity T (to rounding: CTC sums over its padded transcript)."""
+    rng = np.random.default_rng(segments)
+    labels = _labels(rng, 3, segments)
+    mask = _mask(rng, 3, holes=True)
+    logits = rng.normal(0, 2, (3, T, C)).astype(np.float32)
+    gamma = {k: jnp.float32(v) for k, v in gamma.items()}
+    args = (logits, gamma, labels, mask)
+    needed = int(np.max(run_count_bound(jnp.asarray(labels), jnp.asarray(mask), (0,))))
+    rung = min(c for c in capacity_ladder(T) if c >= needed)
+    value, grads = _value_and_grad(loss, background=(0,))(*args)
+    rung_value, rung_grads = _value_and_grad(loss, background=(0,), max_segments=rung)(*args)
+    exact_value, exact_grads = _value_and_grad(loss, background=(0,), max_segments=T)(*args)
+    assert np.isfinite(value)
+    np.testing.assert_array_equal(value, rung_value)
+    np.testing.assert_allclose(value, exact_value, rtol=1e-6)
+    for got, want, exact in zip(*map(jax.tree_util.tree_leaves, (grads, rung_grads, exact_grads))):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-7)
+
+
+def test_default_capacity_keeps_leading_batch_dims_and_forward_mode():
+    rng = np.random.default_rng(7)
+    labels = _labels(rng, 4, 10).reshape(2, 2, T)
+    logits = rng.normal(0, 2, (2, 2, T, C)).astype(np.float32)
+    value = losses.soft_edit_loss(logits, labels)
+    assert value.shape == (2, 2)
+    np.testing.assert_array_equal(value, losses.soft_edit_loss(logits, labels, max_segments=32))
+    tangent = rng.normal(0, 1, logits.shape).astype(np.float32)
+    _, jvp = jax.jvp(
+        lambda x: losses.soft_edit_loss(x, labels, backward="autodiff"), (logits,), (tangent,)
+    )
+    _, jvp_exact = jax.jvp(
+        lambda x: losses.soft_edit_loss(x, labels, backward="autodiff", max_segments=32),
+        (logits,),
+        (tangent,),
+    )
+    np.testing.assert_allclose(jvp, jvp_exact, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("gamma", [0.0, -0.1])
+def test_soft_edit_loss_rejects_a_concrete_non_positive_gamma(gamma):
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        losses.soft_edit_loss(jnp.zeros((4, 3)), jnp.zeros((4,), jnp.int32), gamma=gamma)
