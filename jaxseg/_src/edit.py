@@ -101,13 +101,21 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
 def levenshtein(target, n_target, prediction, n_prediction):
     """Unit-cost Levenshtein distance between two padded label sequences (int32 scalar).
 
-    The distance is symmetric: the table of larger (static) capacity is the bit pattern and
-    the other is the text, so the sequential loop runs over the shorter one.
+    The distance is symmetric, and the bit pattern costs one word operation per 32 entries of
+    its static capacity while the text costs one loop step per true entry: the table of larger
+    capacity is the pattern, and between tables of equal capacity the sequence with more
+    segments (so the loop runs over the shorter one).
     """
     n_target = jnp.minimum(n_target, target.shape[-1]).astype(jnp.int32)
     n_prediction = jnp.minimum(n_prediction, prediction.shape[-1]).astype(jnp.int32)
     if target.shape[-1] < prediction.shape[-1]:
         return _levenshtein_bits(prediction, n_prediction, target, n_target)
+    if target.shape[-1] == prediction.shape[-1]:
+        swap = n_target < n_prediction
+        pattern, text = jnp.where(swap, prediction, target), jnp.where(swap, target, prediction)
+        n_pattern = jnp.where(swap, n_prediction, n_target)
+        n_text = jnp.where(swap, n_target, n_prediction)
+        return _levenshtein_bits(pattern, n_pattern, text, n_text)
     return _levenshtein_bits(target, n_target, prediction, n_prediction)
 
 

@@ -6,9 +6,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import lift
+from jaxseg._src.capacity import capacity_ladder, rung
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
 from jaxseg._src.f1 import (
     Candidates,
@@ -23,6 +24,7 @@ from jaxseg._src.segments import (
     Segments,
     compact_batch,
     full_lengths,
+    mask_summary,
     pair_words,
     segments_from_words,
 )
@@ -64,15 +66,18 @@ def tables_from_words(
     prediction_capacity,
     candidate_capacity,
     contiguous,
-) -> tuple[Segments, Segments, Candidates]:
+) -> tuple[Segments, Segments, Candidates | None]:
     """The target and predicted segment tables and the candidate matches of one sequence,
-    from the boundary words of its frame pass (``contiguous``: there is no background)."""
+    from the boundary words of its frame pass (``contiguous``: there is no background;
+    ``candidate_capacity`` 0: no candidates, for the edit distance alone)."""
     target = segments_from_words(
         targets, n, words.target, capacity=target_capacity, contiguous=contiguous
     )
     prediction = segments_from_words(
         predictions, n, words.prediction, capacity=prediction_capacity, contiguous=contiguous
     )
+    if not candidate_capacity:
+        return target, prediction, None
     candidates = match_candidates(
         words,
         capacity=candidate_capacity,
@@ -87,38 +92,153 @@ def statistics_from_tables(
     words: PairWords,
     target: Segments,
     prediction: Segments,
-    candidates: Candidates,
+    candidates: Candidates | None,
     *,
     thresholds,
     legacy_asformer_end,
 ) -> SegmentationStatistics:
     """Statistics of one sequence from its boundary words, segment tables and candidate
-    matches."""
-    overflow = (
-        (target.count > target.labels.shape[-1])
-        | (prediction.count > prediction.labels.shape[-1])
-        | (candidates.count > candidates.owner.shape[-1])
+    matches (without candidates, for no threshold: the edit distance alone)."""
+    overflow = (target.count > target.labels.shape[-1]) | (
+        prediction.count > prediction.labels.shape[-1]
     )
     distance = segment_edit_distance(target, prediction)
     if legacy_asformer_end:
         target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
-    tp, fp, fn = match_counts(target, prediction, candidates, thresholds)
+    if candidates is None:
+        tp = fp = fn = jnp.zeros((0,), jnp.int32)
+    else:
+        overflow = overflow | (candidates.count > candidates.owner.shape[-1])
+        tp, fp, fn = match_counts(target, prediction, candidates, thresholds)
     correct = count_set_bits(words.correct)
     return SegmentationStatistics(
         n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
     )
 
 
-def _sequence_statistics(
-    targets, predictions, n, *, background, thresholds, legacy_asformer_end, **capacities
-):
-    words = pair_words(targets, predictions, n, background)
-    tables = tables_from_words(
-        targets, predictions, n, words, contiguous=not background, **capacities
+def _batch_statistics(targets, predictions, lengths, words, *, capacities, thresholds, **rule):
+    """Statistics of a batch ``[B, T]`` of prefix sequences (valid frames ``< lengths``) with
+    their boundary words, at static ``capacities`` (target, prediction, candidates)."""
+    target_capacity, prediction_capacity, candidate_capacity = capacities
+
+    def one(t, p, n, w):
+        tables = tables_from_words(
+            t,
+            p,
+            n,
+            w,
+            target_capacity=target_capacity,
+            prediction_capacity=prediction_capacity,
+            candidate_capacity=candidate_capacity if thresholds else 0,
+            contiguous=not rule["background"],
+        )
+        return statistics_from_tables(
+            n, w, *tables, thresholds=thresholds, legacy_asformer_end=rule["legacy_asformer_end"]
+        )
+
+    return jax.vmap(one)(targets, predictions, lengths, words)
+
+
+def _batch_words(targets, predictions, lengths, background):
+    return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
+
+
+def _at_rung(capacity: int, T: int, rule: dict, *, compact: bool):
+    """The branch of :func:`_statistics_by_rung` for tables of ``capacity`` segments; with
+    ``compact``, the valid frames are first moved to the front (a mask with gaps)."""
+    candidates = min(T, candidate_bound(capacity, capacity, rule["background"]))
+    capacities = (capacity, capacity, candidates)
+
+    def run(targets, predictions, lengths, words, mask):
+        if compact:
+            (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+            words = _batch_words(targets, predictions, lengths, rule["background"])
+        return _batch_statistics(
+            targets, predictions, lengths, words, capacities=capacities, **rule
+        )
+
+    return run
+
+
+def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationStatistics:
+    """Statistics of a flat batch ``[B, T]`` with segment tables of the smallest capacity of
+    :func:`~jaxseg._src.capacity.capacity_ladder` that holds every sequence's segments.
+
+    The frame pass runs once, outside the switch: its words give the true segment counts that
+    choose the branch. A mask with a gap (not a prefix) takes the last branch (tables of T
+    rows), which moves the valid frames to the front first (a sort).
+    """
+    T = max(targets.shape[-1], 1)
+    if mask is None:
+        lengths = full_lengths(targets)
+    else:
+        lengths, is_prefix = jax.vmap(mask_summary)(mask)
+    words = _batch_words(targets, predictions, lengths, rule["background"])
+    needed = jnp.maximum(
+        count_set_bits(words.target.starts), count_set_bits(words.prediction.starts)
     )
-    return statistics_from_tables(
-        n, words, *tables, thresholds=thresholds, legacy_asformer_end=legacy_asformer_end
+    ladder = capacity_ladder(T, **_LADDER)
+    last = len(ladder) - 1
+    branches = [
+        _at_rung(c, T, rule, compact=i == last and mask is not None)
+        for i, c in enumerate(ladder)
+    ]
+    index = rung(ladder, jnp.max(needed, initial=0))
+    if mask is not None:
+        index = jnp.where(jnp.all(is_prefix), index, last)
+    if len(branches) == 1:
+        return branches[0](targets, predictions, lengths, words, mask)
+    return lax.switch(index, branches, targets, predictions, lengths, words, mask)
+
+
+# The tables' cost grows with their capacity: rungs 8x apart keep the compiled branches few.
+_LADDER = dict(smallest=128, factor=8)
+
+
+def _statistics(
+    targets,
+    predictions,
+    mask,
+    overlaps,
+    background,
+    max_target_segments,
+    max_predicted_segments,
+    legacy_asformer_end,
+) -> SegmentationStatistics:
+    """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only)."""
+    targets, predictions = checks.label_pair(targets, predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    static = static_arguments(
+        targets.shape[-1],
+        overlaps or (1.0,),
+        background,
+        max_target_segments,
+        max_predicted_segments,
+        legacy_asformer_end,
     )
+    rule = dict(
+        thresholds=static["thresholds"] if overlaps else (),
+        background=static["background"],
+        legacy_asformer_end=static["legacy_asformer_end"],
+    )
+    batch_shape, T = targets.shape[:-1], targets.shape[-1]
+    flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    if max_target_segments is None and max_predicted_segments is None:
+        stats = _statistics_by_rung(*flat, rule)
+    else:
+        targets, predictions, mask = flat
+        if mask is None:
+            lengths = full_lengths(targets)
+        else:
+            (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+        words = _batch_words(targets, predictions, lengths, rule["background"])
+        capacities = tuple(
+            static[k] for k in ("target_capacity", "prediction_capacity", "candidate_capacity")
+        )
+        stats = _batch_statistics(
+            targets, predictions, lengths, words, capacities=capacities, **rule
+        )
+    return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
 
 
 def segmentation_statistics(
@@ -144,8 +264,13 @@ def segmentation_statistics(
       mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first).
       overlaps: static tuple of IoU thresholds in (0, 1], simple fractions such as 0.1.
       background: static tuple of labels that form no segment.
-      max_target_segments: static capacity of the target segment table (``None``: T).
-      max_predicted_segments: static capacity of the predicted segment table (``None``: T).
+      max_target_segments: static capacity of the target segment table, a memory bound.
+        ``None`` (with ``max_predicted_segments`` ``None``): each call uses the smallest of a
+        few static capacities (128, 1024, ..., T) that holds the batch's segments, so it
+        costs what the data needs and never truncates. Under ``jax.vmap`` of this function
+        every capacity would run: give both capacities there.
+      max_predicted_segments: static capacity of the predicted segment table (``None``: as
+        above, or T when ``max_target_segments`` is given).
       legacy_asformer_end: static; if True the last segment ends one frame early when it
         reaches the end of the sequence, as in the ASFormer, DiffAct and ASRF scripts.
 
@@ -156,7 +281,7 @@ def segmentation_statistics(
     >>> int(s.correct), int(s.edit_distance), s.tp.tolist(), s.fn.tolist()
     (3, 0, [2, 2, 1], [0, 0, 1])
     """
-    targets, predictions, lengths, static = _prepare(
+    return _statistics(
         targets,
         predictions,
         mask,
@@ -166,11 +291,6 @@ def segmentation_statistics(
         max_predicted_segments,
         legacy_asformer_end,
     )
-
-    def one(t, p, n):
-        return _sequence_statistics(t, p, n, **static)
-
-    return lift(one, (targets, predictions, lengths), (1, 1, 0))
 
 
 def static_arguments(
@@ -211,33 +331,6 @@ def static_arguments(
     )
 
 
-def _prepare(
-    targets,
-    predictions,
-    mask,
-    overlaps,
-    background,
-    max_target_segments,
-    max_predicted_segments,
-    legacy_asformer_end,
-):
-    targets, predictions = checks.label_pair(targets, predictions)
-    mask = checks.as_mask(mask, targets.shape)
-    static = static_arguments(
-        targets.shape[-1],
-        overlaps,
-        background,
-        max_target_segments,
-        max_predicted_segments,
-        legacy_asformer_end,
-    )
-    if mask is None:
-        lengths = full_lengths(targets)
-    else:
-        (targets, predictions), lengths = compact_batch((targets, predictions), mask)
-    return targets, predictions, lengths, static
-
-
 def _nan_if(overflow, value):
     overflow = jnp.reshape(overflow, overflow.shape + (1,) * (value.ndim - overflow.ndim))
     return jnp.where(overflow, jnp.nan, value)
@@ -251,9 +344,14 @@ _SEGMENT_ARGS = """
         so segments on both sides of a masked gap can merge).
       background: static tuple of labels that form no segment (removed after run-length
         encoding: two same-label segments split by background stay two).
-      max_target_segments: static capacity of the target segment table; ``None`` means T
-        (exact for any input). Choose it with :func:`jaxseg.segments.count_segments`.
-      max_predicted_segments: the same for the predictions."""
+      max_target_segments: static capacity of the target segment table, a memory bound
+        (overflow gives NaN). ``None`` (with ``max_predicted_segments`` ``None``): each call
+        uses the smallest of a few static capacities that holds the batch's segments; exact
+        for any input and as fast as the data allows. Under ``jax.vmap`` of this function
+        every capacity would run: give both capacities there
+        (:func:`jaxseg.segments.count_segments`).
+      max_predicted_segments: the same for the predictions (``None``: T when
+        ``max_target_segments`` is given)."""
 
 _OVERLAP_ARGS = """
       overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
@@ -271,14 +369,15 @@ def edit_distance(
     max_target_segments=None,
     max_predicted_segments=None,
 ) -> jax.Array:
-    stats = segmentation_statistics(
+    stats = _statistics(
         targets,
         predictions,
-        mask=mask,
-        overlaps=(1.0,),
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
+        mask,
+        None,
+        background,
+        max_target_segments,
+        max_predicted_segments,
+        False,
     )
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
@@ -292,14 +391,15 @@ def edit_score(
     max_target_segments=None,
     max_predicted_segments=None,
 ) -> jax.Array:
-    stats = segmentation_statistics(
+    stats = _statistics(
         targets,
         predictions,
-        mask=mask,
-        overlaps=(1.0,),
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
+        mask,
+        None,
+        background,
+        max_target_segments,
+        max_predicted_segments,
+        False,
     )
     score = edit_score_from_distance(
         stats.edit_distance, stats.target_segments, stats.predicted_segments

@@ -66,7 +66,7 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
 # Masks: removing invalid frames.
 
 
-def _mask_summary(mask):
+def mask_summary(mask):
     """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
     words = pack_bits(mask)
     length = count_set_bits(words)
@@ -81,7 +81,7 @@ def compact_batch(arrays, mask):
     """
     if mask.shape[-1] == 0:
         return tuple(arrays), jnp.zeros(mask.shape[:-1], jnp.int32)
-    lengths, is_prefix = lift(_mask_summary, (mask,), (1,))
+    lengths, is_prefix = lift(mask_summary, (mask,), (1,))
 
     def compacted(arrays):
         # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
