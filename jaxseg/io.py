@@ -10,11 +10,13 @@ from jaxseg._src.io_files import (
     read_mapping,
     read_split,
 )
+from jaxseg._src.padding import pad_videos
 
 __all__ = [
     "InputError",
     "SegmentationDataset",
     "load_segmentation_dataset",
+    "pad_videos",
     "read_label_array",
     "read_label_text",
     "read_labels",

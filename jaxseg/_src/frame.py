@@ -7,7 +7,8 @@ import jax.numpy as jnp
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import count_set_bits, safe_divide
+from jaxseg._src.segments import pack_frame_flags
 
 AVERAGES = ("micro", "macro", "weighted", "none")
 
@@ -42,9 +43,23 @@ def accuracy(targets, predictions, *, mask=None) -> jax.Array:
       Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
     """
     targets, predictions, mask = _frame_inputs(targets, predictions, mask)
-    correct = jnp.sum((targets == predictions) & mask, axis=-1, dtype=jnp.int32)
-    frames = jnp.sum(mask, axis=-1, dtype=jnp.int32)
+    correct, frames = lift(_correct_and_valid_frames, (targets, predictions, mask), (1, 1, 1))
     return safe_divide(correct.astype(jnp.float32), frames.astype(jnp.float32), jnp.nan)
+
+
+def _correct_and_valid_frames(targets, predictions, mask):
+    """int32 counts of one sequence's correct valid frames and valid frames.
+
+    The flags are packed 32 frames to a word and counted by popcount: a plain sum over the
+    boolean frames is several times slower on CPU (it widens every flag to an integer).
+    """
+
+    def flags(now, _):
+        t, p, valid = now
+        return ((t == p) & valid, valid)
+
+    correct, valid = pack_frame_flags(flags, (targets, predictions, mask))
+    return count_set_bits(correct), count_set_bits(valid)
 
 
 def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:

@@ -27,6 +27,36 @@ def aligned_zeros(shape, dtype) -> np.ndarray:
     return raw[offset : offset + size].view(dtype).reshape(shape)
 
 
+def pad_videos(videos, *, pad_value: int = 0, dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
+    """Pads per-video label arrays into one ``[B, T]`` array that JAX can use without a copy.
+
+    ``jax.device_put`` (and a jitted function called with numpy arrays) copies a numpy array
+    on CPU unless its data is 64-byte aligned, which numpy's own allocations are not; this
+    array is (``benchmarks/README.md`` has the cost of the copy).
+
+    Args:
+      videos: sequence of B integer arrays ``[T_i]``.
+      pad_value: the label written after each video's frames.
+      dtype: integer dtype of the result.
+
+    Returns:
+      ``(padded, lengths)``: ``padded`` ``[B, max T_i]`` of ``dtype``, 64-byte aligned;
+      ``lengths`` int32 ``[B]`` (give ``jaxseg.segments.lengths_to_mask(lengths, T)`` as the
+      metrics' ``mask``).
+
+    >>> padded, lengths = pad_videos([[1, 1, 2], [3]], pad_value=-1)
+    >>> padded.tolist(), lengths.tolist()
+    ([[1, 1, 2], [3, -1, -1]], [3, 1])
+    """
+    videos = [np.asarray(v) for v in videos]
+    lengths = np.array([len(v) for v in videos], np.int32)
+    padded = aligned_zeros((len(videos), int(lengths.max(initial=0))), dtype)
+    padded.fill(pad_value)
+    for row, video in zip(padded, videos):
+        row[: len(video)] = video
+    return padded, lengths
+
+
 def bucket(n: int, minimum: int = 1) -> int:
     """Rounds ``n`` up to a power of two (at least ``minimum``), the sizes we compile for."""
     n = max(int(n), minimum, 1)
