@@ -29,8 +29,8 @@ def capacity_ladder(worst: int, *, smallest: int = 32, factor: int = 8) -> tuple
 
     >>> capacity_ladder(6000)
     (32, 256, 2048, 6000)
-    >>> capacity_ladder(100)
-    (100,)
+    >>> capacity_ladder(40)
+    (40,)
     """
     sizes = []
     size = smallest
