@@ -1,0 +1,98 @@
+"""The fast segmental kernels equal the plain specification bit for bit.
+
+``jaxseg._src.segmentation_plain`` states the rules (run-length encoding from change points,
+the Levenshtein recursion, MS-TCN's greedy matching as a scan); the public functions run
+bit-packed kernels at capacities chosen per call. Every statistic must be identical, on
+random batches with hundreds of segments, one-frame segments, background and masks with gaps
+(``tests/_videos.py``), and the plain form must agree with the numpy oracle.
+"""
+
+import functools
+
+import _reference as ref
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _videos import pad_batch, video_specs
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jaxseg._src import checks
+from jaxseg._src.segmentation import segmentation_statistics
+from jaxseg._src.segmentation_plain import run_length_segments, sequence_statistics
+from jaxseg._src.segments import compact_batch, to_segments
+
+T_MAX, BATCH = 700, 6
+OVERLAPS = (0.1, 0.25, 0.5, 0.75)
+
+
+@functools.partial(jax.jit, static_argnames=("background", "legacy_asformer_end"))
+def _plain(targets, predictions, mask, *, background, legacy_asformer_end):
+    (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+    T = targets.shape[-1]
+    one = functools.partial(
+        sequence_statistics,
+        background=background,
+        thresholds=checks.static_thresholds("overlaps", OVERLAPS),
+        legacy_asformer_end=legacy_asformer_end,
+        target_capacity=T,
+        prediction_capacity=T,
+    )
+    return jax.vmap(one)(targets, predictions, lengths)
+
+
+@functools.partial(jax.jit, static_argnames=("background", "legacy_asformer_end"))
+def _fast(targets, predictions, mask, *, background, legacy_asformer_end):
+    return segmentation_statistics(
+        targets,
+        predictions,
+        mask=mask,
+        overlaps=OVERLAPS,
+        background=background,
+        legacy_asformer_end=legacy_asformer_end,
+    )
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=BATCH, max_size=BATCH),
+    background=st.sampled_from([(), (0,), (0, 3)]),
+    legacy=st.booleans(),
+    prefix_only=st.booleans(),
+)
+def test_fast_statistics_equal_the_plain_specification(specs, background, legacy, prefix_only):
+    targets, predictions, mask, _ = pad_batch(specs, T_MAX)
+    if prefix_only:  # the fast path's rungs; masks with gaps take the compacting branch
+        mask = np.arange(T_MAX) < mask.sum(axis=1, keepdims=True)
+    options = dict(background=background, legacy_asformer_end=legacy)
+    fast = _fast(targets, predictions, mask, **options)
+    plain = _plain(targets, predictions, mask, **options)
+    for name, got, want in zip(fast._fields, fast, plain):
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@given(specs=st.lists(video_specs(T_MAX), min_size=2, max_size=2))
+def test_plain_specification_equals_the_numpy_oracle(specs):
+    targets, predictions, mask, _ = pad_batch(specs, T_MAX)
+    plain = _plain(targets, predictions, mask, background=(0,), legacy_asformer_end=False)
+    for i in range(len(specs)):
+        y, p, m = targets[i], predictions[i], mask[i]
+        tp, fp, fn = ref.segmental_counts(y, p, OVERLAPS, m, background=(0,))
+        assert int(plain[2][i]) == ref.edit_distance(y, p, m, background=(0,))
+        np.testing.assert_array_equal(plain[5][i], tp)
+        np.testing.assert_array_equal(plain[6][i], fp)
+        np.testing.assert_array_equal(plain[7][i], fn)
+
+
+@pytest.mark.parametrize("background", [(), (0,)])
+def test_run_length_segments_equal_to_segments(background):
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, (20, 50)).astype(np.int32)
+    lengths = rng.integers(0, 51, 20).astype(np.int32)
+    plain = jax.vmap(lambda y, n: run_length_segments(y, n, background=background, capacity=50))(
+        labels, lengths
+    )
+    mask = np.arange(50) < lengths[:, None]
+    fast = to_segments(jnp.asarray(labels), mask=jnp.asarray(mask), background=background)
+    for name, got, want in zip(fast._fields, fast, plain):
+        np.testing.assert_array_equal(got, want, err_msg=name)
