@@ -60,16 +60,17 @@ def measure(fn, args, repeats):
     return compile_time, min(times), temp
 
 
-def synthetic_batch(rng):
+def synthetic_batch(rng, frames=T):
     """Labels with ~20 segments per video (some background 0), padding on two videos."""
-    labels = np.zeros((B, T), np.int32)
+    labels = np.zeros((B, frames), np.int32)
     for b in range(B):
-        cuts = np.sort(rng.choice(np.arange(1, T), 19, replace=False))
-        labels[b] = np.repeat(rng.integers(0, C, 20), np.diff(np.concatenate([[0], cuts, [T]])))
-    mask = np.ones((B, T), bool)
-    mask[0, T - 300 :] = False
-    mask[1, T - 700 :] = False
-    logits = rng.normal(0, 2, (B, T, C)).astype(np.float32)
+        cuts = np.sort(rng.choice(np.arange(1, frames), 19, replace=False))
+        lengths = np.diff(np.concatenate([[0], cuts, [frames]]))
+        labels[b] = np.repeat(rng.integers(0, C, 20), lengths)
+    mask = np.ones((B, frames), bool)
+    mask[0, frames - 300 :] = False
+    mask[1, frames - 700 :] = False
+    logits = rng.normal(0, 2, (B, frames, C)).astype(np.float32)
     return logits, labels, mask
 
 
@@ -101,6 +102,9 @@ def loss_table():
         "soft_edit_loss (K=32)": lambda x, y, m: L.soft_edit_loss(
             x, y, mask=m, background=(0,), max_segments=32
         ),
+        "soft_edit_loss (default arguments)": lambda x, y, m: L.soft_edit_loss(
+            x, y, mask=m, background=(0,)
+        ),
         "soft_edit_loss (K=64, stride 4)": lambda x, y, m: L.soft_edit_loss(
             x, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS, stride=4
         ),
@@ -110,6 +114,9 @@ def loss_table():
         ),
         "ctc_transcript_loss": lambda x, y, m: L.ctc_transcript_loss(
             x, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
+        ),
+        "ctc_transcript_loss (default arguments)": lambda x, y, m: L.ctc_transcript_loss(
+            x, y, mask=m, background=(0,)
         ),
         "soft_jaccard_loss": lambda x, y, m: L.soft_jaccard_loss(x, y, mask=m),
         "soft_dice_loss": lambda x, y, m: L.soft_dice_loss(x, y, mask=m),
@@ -169,19 +176,14 @@ def bench_losses(repeats):
         print_row(f"soft_levenshtein ({backward})", c, r, base, t)
 
 
-def bench_training(repeats):
-    from flax import nnx
-
-    rng = np.random.default_rng(1)
-    _, labels, mask = synthetic_batch(rng)
-    features = rng.normal(0, 1, (B, T, train_flax.FEATURES)).astype(np.float32)
-    model = train_flax.TCN(train_flax.FEATURES, 64, C, nnx.Rngs(0))
-    graphdef, params = nnx.split(model, nnx.Param)
-    optimizer = optax.adam(1e-3)
-    opt_state = optimizer.init(params)
+def training_objectives():
+    """name -> the loss added to the CE of the training step (None: CE alone)."""
     L = jaxseg.losses
-    extras = {
+    return {
         "CE only": None,
+        "CE + soft_edit_loss (default arguments)": lambda z, y, m: L.soft_edit_loss(
+            z, y, mask=m, background=(0,)
+        ),
         "CE + soft_edit_loss (K=64)": lambda z, y, m: L.soft_edit_loss(
             z, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
         ),
@@ -200,7 +202,41 @@ def bench_training(repeats):
             z, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
         ),
     }
-    print(f"\n## Training step of the example TCN (64 channels) + adam, {B} x {T} x {C}\n")
+
+
+def bench_full_length(repeats):
+    """Full-length videos (Breakfast's longest, 6000 frames): the soft edit loss at default
+    arguments against ``max_segments=32``, and the training step with it against CE alone."""
+    frames = 6000
+    args = synthetic_batch(np.random.default_rng(2), frames)
+    L = jaxseg.losses
+    print(f"\n## Full-length videos: soft_edit_loss forward + backward, {B} x {frames} x {C}\n")
+    print("| loss | ms | ratio to K=32 | compile s | temp MiB |\n|---|---|---|---|---|")
+    rows = {}
+    for name, kwargs in (("K=32", {"max_segments": 32}), ("default arguments", {})):
+        loss = lambda x, y, m, kw=kwargs: L.soft_edit_loss(  # noqa: E731
+            x, y, mask=m, background=(0,), **kw
+        )
+        rows[name] = measure(value_and_grad(loss), args, repeats)
+    for name, (c, r, t) in rows.items():
+        print_row(f"soft_edit_loss ({name})", c, r, rows["K=32"][1], t)
+    objectives = training_objectives()
+    subset = ("CE only", "CE + soft_edit_loss (default arguments)", "CE + soft_edit_loss (K=32)")
+    bench_training(repeats, frames, {k: objectives[k] for k in subset})
+
+
+def bench_training(repeats, frames=T, extras=None):
+    from flax import nnx
+
+    rng = np.random.default_rng(1)
+    _, labels, mask = synthetic_batch(rng, frames)
+    features = rng.normal(0, 1, (B, frames, train_flax.FEATURES)).astype(np.float32)
+    model = train_flax.TCN(train_flax.FEATURES, 64, C, nnx.Rngs(0))
+    graphdef, params = nnx.split(model, nnx.Param)
+    optimizer = optax.adam(1e-3)
+    opt_state = optimizer.init(params)
+    extras = training_objectives() if extras is None else extras
+    print(f"\n## Training step of the example TCN (64 channels) + adam, {B} x {frames} x {C}\n")
     print("(steps timed round-robin, best of the repeats: a load change hits every row alike)\n")
     print("| objective | ms | ratio to CE step | compile s | temp MiB |\n|---|---|---|---|---|")
     args = (params, opt_state, features, labels, mask)
@@ -243,6 +279,7 @@ def main():
     print(machine())
     bench_losses(repeats)
     bench_training(repeats)
+    bench_full_length(repeats)
 
 
 if __name__ == "__main__":

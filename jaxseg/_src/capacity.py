@@ -54,49 +54,90 @@ def switch_capacity(make: Callable, capacities: Sequence[int], needed, *operands
     return lax.switch(rung(capacities, needed), branches, *operands)
 
 
-def switch_capacity_rows(make: Callable, capacities: Sequence[int], needed, rows, others):
-    """Like :func:`switch_capacity` for a per-row function, differentiable in ``rows``.
+# Scratch memory one rung may ask for: sequences beyond it run in chunks, one after another.
+_SCRATCH_BYTES = 1 << 28
 
-    ``make(c)(rows, others)`` returns ``[B]`` values, value ``b`` depending on row ``b`` of every
-    array of the pytree ``rows`` only (``others``: non-differentiable operands). The gradient
-    is taken inside the chosen branch, so reverse mode keeps no residuals of the branches that
-    did not run (``lax.switch``'s own derivative would allocate every branch's residuals, the
-    worst case's included).
+
+def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool):
+    """``one(capacity, *row, *other)`` on one sequence's flat operands, and with the
+    gradient with respect to its ``n_rows`` differentiable operands."""
+
+    def value(operands):
+        return one(capacity, *operands)
+
+    def value_and_gradient(operands):
+        rows, others = operands[:n_rows], operands[n_rows:]
+        return jax.value_and_grad(lambda r: one(capacity, *r, *others))(rows)
+
+    return value_and_gradient if with_gradient else value
+
+
+def _over_batch(fn, operands, chunk: int):
+    """``fn`` over the leading axis of ``operands``, ``chunk`` sequences at a time."""
+    if chunk >= operands[0].shape[0]:
+        return jax.vmap(fn)(operands)
+    return lax.map(fn, operands, batch_size=chunk)
+
+
+def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, bytes_per_sequence):
+    """A per-sequence loss over a flat batch at the given capacity, or at the smallest rung of
+    :func:`capacity_ladder` that holds every sequence's need.
+
+    At a rung the reverse-mode gradient is taken inside the rung, sequence by sequence (so
+    it keeps no residuals of the rungs that did not run, which ``lax.switch``'s own
+    derivative would allocate, the worst case's included), and rungs whose scratch memory
+    would exceed ``_SCRATCH_BYTES`` for the batch run it in chunks.
+
+    Args:
+      one: ``one(c, *row, *other)`` -> scalar loss of one sequence at static capacity ``c``.
+      capacity: static int, or ``None`` to choose among :func:`capacity_ladder` of the frames.
+      rows: tuple of differentiable ``[B, ...]`` arrays (logits, per-sequence parameters).
+      others: tuple of ``[B, T]`` arrays (labels, mask).
+      count_bound: int32 ``[B]``, each sequence's need (e.g. :func:`run_count_bound`).
+      bytes_per_sequence: ``bytes_per_sequence(c)``, the scratch memory of one sequence.
+
+    Returns:
+      ``[B]`` losses; first-order reverse mode only when ``capacity`` is ``None``.
     """
-    branches = tuple(make(c) for c in capacities)
-    if len(branches) == 1:
-        return branches[0](rows, others)
-    return _switched_rows(branches, rung(capacities, needed), rows, others)
+    operands, n_rows = (*rows, *others), len(rows)
+    if capacity is not None:
+        return jax.vmap(lambda ops: one(capacity, *ops))(operands)
+    ladder = capacity_ladder(max(others[0].shape[-1], 1))
+    chunks = [max(1, _SCRATCH_BYTES // max(bytes_per_sequence(c), 1)) for c in ladder]
+
+    def branches(with_gradient):
+        return tuple(
+            functools.partial(
+                _over_batch, _per_sequence(one, c, n_rows, with_gradient), chunk=chunk
+            )
+            for c, chunk in zip(ladder, chunks)
+        )
+
+    index = rung(ladder, jnp.max(count_bound, initial=0))
+    return _switched_losses(branches(False), branches(True), n_rows, index, operands)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _switched_rows(branches, index, rows, others):
-    return lax.switch(index, branches, rows, others)
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _switched_losses(values, with_gradients, n_rows, index, operands):
+    del with_gradients, n_rows
+    return lax.switch(index, values, operands)
 
 
-def _with_row_gradients(branch):
-    def run(rows, others):
-        value, pullback = jax.vjp(lambda r: branch(r, others), rows)
-        return value, pullback(jnp.ones_like(value))[0]
-
-    return run
+def _switched_losses_fwd(values, with_gradients, n_rows, index, operands):
+    del values
+    value, gradients = lax.switch(index, with_gradients, operands)
+    return value, (gradients, operands[n_rows:])
 
 
-def _switched_rows_fwd(branches, index, rows, others):
-    value, gradients = lax.switch(
-        index, [_with_row_gradients(b) for b in branches], rows, others
-    )
-    return value, (gradients, others)
-
-
-def _switched_rows_bwd(branches, residuals, cotangent):
+def _switched_losses_bwd(values, with_gradients, n_rows, residuals, cotangent):
+    del values, with_gradients, n_rows
     gradients, others = residuals
 
     def scale(g):
         return g * jnp.reshape(cotangent, cotangent.shape + (1,) * (g.ndim - 1)).astype(g.dtype)
 
-    zeros = jax.tree_util.tree_map(_zero_cotangent, others)
-    return None, jax.tree_util.tree_map(scale, gradients), zeros
+    zeros = tuple(_zero_cotangent(x) for x in others)
+    return None, (*(scale(g) for g in gradients), *zeros)
 
 
 def _zero_cotangent(x):
@@ -105,7 +146,7 @@ def _zero_cotangent(x):
     return np.zeros(x.shape, jax.dtypes.float0)
 
 
-_switched_rows.defvjp(_switched_rows_fwd, _switched_rows_bwd)
+_switched_losses.defvjp(_switched_losses_fwd, _switched_losses_bwd)
 
 
 def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
@@ -123,33 +164,3 @@ def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
         starts = starts & (labels != label)
     return jnp.sum(starts, axis=1, dtype=jnp.int32)
 
-
-def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, any_order=False):
-    """A per-sequence loss over a flat batch, at the given or the smallest sufficient capacity.
-
-    Args:
-      one: ``one(c, *row, *other)`` -> scalar loss of one sequence at static capacity ``c``.
-      capacity: static int, or ``None`` to choose among :func:`capacity_ladder` of the frames.
-      rows: tuple of differentiable ``[B, ...]`` arrays (logits, per-sequence parameters).
-      others: tuple of ``[B, T]`` arrays (labels, mask).
-      count_bound: int32 ``[B]``, each sequence's need (e.g. :func:`run_count_bound`).
-      any_order: differentiate through ``lax.switch`` itself (forward mode and higher orders;
-        reverse mode then allocates every rung's residuals) instead of inside the branch.
-
-    Returns:
-      ``[B]`` losses.
-    """
-
-    def at_capacity(c):
-        def rows_loss(rows, others):
-            return jax.vmap(functools.partial(one, c))(*rows, *others)
-
-        return rows_loss
-
-    if capacity is not None:
-        return at_capacity(capacity)(rows, others)
-    ladder = capacity_ladder(max(others[0].shape[-1], 1))
-    needed = jnp.max(count_bound, initial=0)
-    if any_order:
-        return switch_capacity(at_capacity, ladder, needed, rows, others)
-    return switch_capacity_rows(at_capacity, ladder, needed, rows, others)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from jaxseg._src import checks, edit_dp
 from jaxseg._src.batching import lift
-from jaxseg._src.capacity import run_count_bound, sequence_loss
+from jaxseg._src.capacity import (
+    capacity_ladder,
+    run_count_bound,
+    sequence_loss,
+    switch_capacity,
+)
 from jaxseg._src.loss_utils import compact_frames, logits_and_labels, probabilities
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segments import is_background, segments_of
@@ -128,7 +135,9 @@ def soft_edit_loss(
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
         each call runs the DP at the smallest of a few static capacities (32, 256, 2048, ...,
         ``T``) that holds the batch's label segments, so it costs what the labels need and
-        never truncates. Under ``jax.vmap`` of this function, or with
+        never truncates. The compiled program reserves the worst case's scratch memory
+        (sequences one at a time there: about 3.5 GB at T = 6000), which only a batch that
+        needs it touches. Under ``jax.vmap`` of this function, or with
         ``backward="autodiff"`` in reverse mode, every capacity is evaluated: give
         ``max_segments`` there (the DP costs ``T / stride + max_segments`` steps).
       stride: static int ≥ 1. With ``stride > 1`` the DP runs over windows of ``stride``
@@ -170,14 +179,25 @@ def soft_edit_loss(
     def one(c, x, g, y, valid):
         return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
 
-    loss = sequence_loss(
-        one,
-        capacity,
-        (logits, gammas),
-        (labels, mask),
-        count_bound=run_count_bound(labels, mask, background),
-        any_order=backward == "autodiff",
-    )
+    rows, others = (logits, gammas), (labels, mask)
+    count_bound = run_count_bound(labels, mask, background)
+    if capacity is None and backward == "autodiff":  # any order: the switch's own derivative
+        ladder = capacity_ladder(max(T, 1))
+
+        def at(c):
+            return lambda *operands: jax.vmap(functools.partial(one, c))(*operands)
+
+        needed = jnp.max(count_bound, initial=0)
+        loss = switch_capacity(at, ladder, needed, *rows, *others)
+    else:
+        windows = -(-T // stride)
+
+        def dp_bytes(c):  # ~12 floats per DP cell: costs, softmin weights, their gradients
+            return 48 * (windows + c) * (min(windows, c) + 1)
+
+        loss = sequence_loss(
+            one, capacity, rows, others, count_bound=count_bound, bytes_per_sequence=dp_bytes
+        )
     return jnp.reshape(loss, batch_shape)
 
 

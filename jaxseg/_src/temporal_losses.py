@@ -180,7 +180,14 @@ def ctc_transcript_loss(
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
     bound = run_count_bound(labels, mask, background)
-    loss = sequence_loss(one, capacity, (logits,), (labels, mask), count_bound=bound)
+
+    def lattice_bytes(c):  # optax.ctc_loss: a few floats per frame and transcript state
+        return 16 * T * (2 * c + 1)
+
+    rows, others = (logits,), (labels, mask)
+    loss = sequence_loss(
+        one, capacity, rows, others, count_bound=bound, bytes_per_sequence=lattice_bytes
+    )
     return jnp.reshape(loss, batch_shape)
 
 
