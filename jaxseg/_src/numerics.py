@@ -58,6 +58,20 @@ def compare_products(a, b, c, d):
     return greater.astype(jnp.int32) - less.astype(jnp.int32)
 
 
+def precision_recall_f1(tp, fp, fn):
+    """``(tp / (tp + fp), tp / (tp + fn), 2 tp / (2 tp + fp + fn))``, 0 where a denominator
+    is 0 (MS-TCN's ``nan_to_num``), elementwise.
+
+    >>> [float(x) for x in precision_recall_f1(2.0, 1.0, 0.0)]
+    [0.6666666865348816, 1.0, 0.800000011920929]
+    """
+    return (
+        safe_divide(tp, tp + fp, 0.0),
+        safe_divide(tp, tp + fn, 0.0),
+        safe_divide(2 * tp, 2 * tp + fp + fn, 0.0),
+    )
+
+
 def popcount(words):
     """Number of set bits of each unsigned integer word."""
     return lax.population_count(words)

@@ -18,7 +18,7 @@ from jaxseg._src.f1 import (
     match_candidates,
     match_counts,
 )
-from jaxseg._src.numerics import count_set_bits, safe_divide
+from jaxseg._src.numerics import count_set_bits, precision_recall_f1
 from jaxseg._src.segments import (
     PairWords,
     Segments,
@@ -336,28 +336,10 @@ def _nan_if(overflow, value):
     return jnp.where(overflow, jnp.nan, value)
 
 
-_SEGMENT_ARGS = """
-    Args:
-      targets: integer ``[..., T]`` true frame-wise labels.
-      predictions: integer ``[..., T]`` predicted frame-wise labels.
-      mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first,
-        so segments on both sides of a masked gap can merge).
-      background: static tuple of labels that form no segment (removed after run-length
-        encoding: two same-label segments split by background stay two).
-      max_target_segments: static capacity of the target segment table, a memory bound
-        (overflow gives NaN). ``None`` (with ``max_predicted_segments`` ``None``): each call
-        uses the smallest of a few static capacities that holds the batch's segments; exact
-        for any input and as fast as the data allows. Under ``jax.vmap`` of this function
-        every capacity would run: give both capacities there
-        (:func:`jaxseg.segments.count_segments`).
-      max_predicted_segments: the same for the predictions (``None``: T when
-        ``max_target_segments`` is given)."""
-
-_OVERLAP_ARGS = """
-      overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
-        (0.1, 0.25, 0.5, ...) so that ``IoU >= tau`` is decided exactly on integers.
-      legacy_asformer_end: static; reproduce ASFormer/DiffAct/ASRF, whose last segment (if
-        not background) ends one frame early. Changes F1 only, never edit or accuracy."""
+def _counts(targets, predictions, mask, overlaps, background, capacities, legacy):
+    """``(tp, fp, fn)`` float32 ``[..., K]`` of :func:`segmental_counts` (NaN on overflow)."""
+    stats = _statistics(targets, predictions, mask, overlaps, background, *capacities, legacy)
+    return tuple(_nan_if(stats.overflow, x.astype(jnp.float32)) for x in stats[5:8])
 
 
 def edit_distance(
@@ -369,16 +351,39 @@ def edit_distance(
     max_target_segments=None,
     max_predicted_segments=None,
 ) -> jax.Array:
-    stats = _statistics(
-        targets,
-        predictions,
-        mask,
-        None,
-        background,
-        max_target_segments,
-        max_predicted_segments,
-        False,
-    )
+    """Levenshtein distance between the segment label sequences.
+
+    The frame-wise labels are turned into segments (:func:`jaxseg.segments.to_segments`) and
+    ``D = Levenshtein(P, Y)`` is computed on the label sequences P (predicted) and Y (target),
+    with unit costs for insertion, deletion and substitution; timing is ignored.
+
+    Args:
+      targets: integer ``[..., T]`` true frame-wise labels.
+      predictions: integer ``[..., T]`` predicted frame-wise labels.
+      mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first,
+        so segments on both sides of a masked gap can merge).
+      background: static tuple of labels that form no segment (removed after run-length
+        encoding: two same-label segments split by background stay two).
+      max_target_segments: static capacity of the target segment table, a memory bound
+        (overflow gives NaN). ``None`` (with ``max_predicted_segments`` ``None``): each call
+        uses the smallest of a few static capacities that holds the batch's segments, exact
+        for any input. Under ``jax.vmap`` of this function every capacity would run: give
+        both capacities there (:func:`jaxseg.segments.count_segments`).
+      max_predicted_segments: the same for the predictions (``None``: T when
+        ``max_target_segments`` is given).
+
+    Returns:
+      float32 ``[...]``, integer valued; NaN where a segment capacity overflowed.
+
+    >>> float(edit_distance([1, 1, 2, 2, 3], [1, 2, 2, 4, 3]))
+    1.0
+
+    References:
+      Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
+      ECCV 2016.
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    stats = _statistics(targets, predictions, mask, None, background, *capacities, False)
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
 
@@ -391,52 +396,14 @@ def edit_score(
     max_target_segments=None,
     max_predicted_segments=None,
 ) -> jax.Array:
-    stats = _statistics(
-        targets,
-        predictions,
-        mask,
-        None,
-        background,
-        max_target_segments,
-        max_predicted_segments,
-        False,
-    )
-    score = edit_score_from_distance(
-        stats.edit_distance, stats.target_segments, stats.predicted_segments
-    )
-    return _nan_if(stats.overflow, score)
-
-
-edit_distance.__doc__ = (
-    """Levenshtein distance between the segment label sequences.
-
-    The frame-wise labels are turned into segments (:func:`jaxseg.segments.to_segments`) and
-    ``D = Levenshtein(P, Y)`` is computed on the label sequences P (predicted) and Y (target),
-    with unit costs for insertion, deletion and substitution; timing is ignored.
-"""
-    + _SEGMENT_ARGS
-    + """
-
-    Returns:
-      float32 ``[...]``, integer valued; NaN where a segment capacity overflowed.
-
-    >>> float(edit_distance([1, 1, 2, 2, 3], [1, 2, 2, 4, 3]))
-    1.0
-
-    References:
-      Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
-      ECCV 2016.
-"""
-)
-
-edit_score.__doc__ = (
     """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequence.
 
     ``D`` is :func:`edit_distance`, ``|P|`` and ``|Y|`` the numbers of predicted and target
     segments. The dataset-level edit score of MS-TCN is the mean of these values over videos.
-"""
-    + _SEGMENT_ARGS
-    + """
+
+    Args:
+      targets, predictions, mask, background, max_target_segments, max_predicted_segments:
+        as in :func:`edit_distance`.
 
     Returns:
       float32 ``[...]`` in [0, 1]; 1.0 when neither sequence has a segment (MS-TCN's
@@ -449,8 +416,13 @@ edit_score.__doc__ = (
     References:
       Lea et al., Segmental spatiotemporal CNNs for fine-grained action segmentation,
       ECCV 2016; Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
-"""
-)
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    stats = _statistics(targets, predictions, mask, None, background, *capacities, False)
+    score = edit_score_from_distance(
+        stats.edit_distance, stats.target_segments, stats.predicted_segments
+    )
+    return _nan_if(stats.overflow, score)
 
 
 def segmental_counts(
@@ -464,22 +436,6 @@ def segmental_counts(
     max_predicted_segments=None,
     legacy_asformer_end=False,
 ):
-    stats = segmentation_statistics(
-        targets,
-        predictions,
-        mask=mask,
-        overlaps=overlaps,
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end,
-    )
-    return tuple(
-        _nan_if(stats.overflow, x.astype(jnp.float32)) for x in (stats.tp, stats.fp, stats.fn)
-    )
-
-
-segmental_counts.__doc__ = (
     """Segmental true positives, false positives and false negatives.
 
     MS-TCN matching: predicted segments are visited in temporal order; each is compared with
@@ -487,10 +443,14 @@ segmental_counts.__doc__ = (
     on ties) and is a TP iff ``IoU >= tau`` and that target is still unused, otherwise an FP
     (there is no fall-back to the second-best target). FN = targets never matched. A sequence
     whose targets have no segment counts every prediction as FP (MS-TCN raises there).
-"""
-    + _SEGMENT_ARGS
-    + _OVERLAP_ARGS
-    + """
+
+    Args:
+      targets, predictions, mask, background, max_target_segments, max_predicted_segments:
+        as in :func:`edit_distance`.
+      overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
+        (0.1, 0.25, 0.5, ...) so that ``IoU >= tau`` is decided exactly on integers.
+      legacy_asformer_end: static; reproduce ASFormer/DiffAct/ASRF, whose last segment (if
+        not background) ends one frame early. Changes F1 only, never edit or accuracy.
 
     Returns:
       ``(tp, fp, fn)``, each float32 ``[..., K]``, integer valued; NaN where a segment
@@ -503,17 +463,11 @@ segmental_counts.__doc__ = (
     References:
       Lea et al., Temporal convolutional networks for action segmentation and detection,
       CVPR 2017; Abu Farha & Gall, MS-TCN, CVPR 2019 (``f_score`` in ``eval.py``).
-"""
-)
-
-
-def _ratio(kind, targets, predictions, **kwargs):
-    tp, fp, fn = segmental_counts(targets, predictions, **kwargs)
-    if kind == "precision":
-        return safe_divide(tp, tp + fp, 0.0)
-    if kind == "recall":
-        return safe_divide(tp, tp + fn, 0.0)
-    return safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    return _counts(
+        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+    )
 
 
 def segmental_precision(
@@ -527,17 +481,32 @@ def segmental_precision(
     max_predicted_segments=None,
     legacy_asformer_end=False,
 ):
-    return _ratio(
-        "precision",
-        targets,
-        predictions,
-        overlaps=overlaps,
-        mask=mask,
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end,
+    """Segmental precision@tau of each sequence: ``tp / (tp + fp)``.
+
+    Counts come from :func:`segmental_counts` (MS-TCN matching). This is the per-sequence
+    value; the number MS-TCN reports sums TP/FP/FN over all videos first
+    (``jaxseg.streaming.segmentation``).
+
+    Args:
+      targets, predictions, overlaps, mask, background, max_target_segments,
+        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
+
+    Returns:
+      float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fp`` is 0 (MS-TCN's ``nan_to_num``);
+      NaN where a segment capacity overflowed.
+
+    >>> print(segmental_precision([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    [0.6666667]
+
+    References:
+      Lea et al., Temporal convolutional networks for action segmentation and detection,
+      CVPR 2017.
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    counts = _counts(
+        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
     )
+    return precision_recall_f1(*counts)[0]
 
 
 def segmental_recall(
@@ -551,17 +520,31 @@ def segmental_recall(
     max_predicted_segments=None,
     legacy_asformer_end=False,
 ):
-    return _ratio(
-        "recall",
-        targets,
-        predictions,
-        overlaps=overlaps,
-        mask=mask,
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end,
+    """Segmental recall@tau of each sequence: ``tp / (tp + fn)``.
+
+    Counts come from :func:`segmental_counts`; the dataset number sums TP/FP/FN over videos
+    first (``jaxseg.streaming.segmentation``).
+
+    Args:
+      targets, predictions, overlaps, mask, background, max_target_segments,
+        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
+
+    Returns:
+      float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fn`` is 0; NaN where a segment capacity
+      overflowed.
+
+    >>> print(segmental_recall([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    [1.]
+
+    References:
+      Lea et al., Temporal convolutional networks for action segmentation and detection,
+      CVPR 2017.
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    counts = _counts(
+        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
     )
+    return precision_recall_f1(*counts)[1]
 
 
 def segmental_f1(
@@ -575,48 +558,28 @@ def segmental_f1(
     max_predicted_segments=None,
     legacy_asformer_end=False,
 ):
-    return _ratio(
-        "f1",
-        targets,
-        predictions,
-        overlaps=overlaps,
-        mask=mask,
-        background=background,
-        max_target_segments=max_target_segments,
-        max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end,
-    )
+    """Segmental F1@tau of each sequence: ``2 tp / (2 tp + fp + fn)``.
 
+    Counts come from :func:`segmental_counts`; the F1@tau MS-TCN reports is computed from
+    TP/FP/FN summed over videos (``jaxseg.streaming.segmentation``), not a mean of these.
 
-_RATIO_DOC = (
-    """Segmental {name}@tau of each sequence: ``{formula}``.
-
-    Counts come from :func:`segmental_counts` (MS-TCN matching). This is the per-sequence
-    value; the number MS-TCN reports sums TP/FP/FN over all videos first
-    (``jaxseg.streaming.segmentation``).
-"""
-    + _SEGMENT_ARGS
-    + _OVERLAP_ARGS
-    + """
+    Args:
+      targets, predictions, overlaps, mask, background, max_target_segments,
+        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
 
     Returns:
-      float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0 (MS-TCN's
-      ``nan_to_num``); NaN where a segment capacity overflowed.
+      float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0; NaN where a segment
+      capacity overflowed.
 
-    >>> print(segmental_{short}([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
-    [{example}]
+    >>> print(segmental_f1([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    [0.8]
 
     References:
       Lea et al., Temporal convolutional networks for action segmentation and detection,
       CVPR 2017.
-"""
-)
-segmental_precision.__doc__ = _RATIO_DOC.format(
-    name="precision", formula="tp / (tp + fp)", short="precision", example="0.6666667"
-)
-segmental_recall.__doc__ = _RATIO_DOC.format(
-    name="recall", formula="tp / (tp + fn)", short="recall", example="1."
-)
-segmental_f1.__doc__ = _RATIO_DOC.format(
-    name="F1", formula="2 tp / (2 tp + fp + fn)", short="f1", example="0.8"
-)
+    """
+    capacities = (max_target_segments, max_predicted_segments)
+    counts = _counts(
+        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+    )
+    return precision_recall_f1(*counts)[2]

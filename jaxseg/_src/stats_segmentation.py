@@ -18,7 +18,7 @@ import numpy as np
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.edit import edit_score_from_distance
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import precision_recall_f1, safe_divide
 from jaxseg._src.segmentation import DEFAULT_OVERLAPS, SegmentationStatistics
 from jaxseg._src.stats import (
     bootstrap,
@@ -26,6 +26,7 @@ from jaxseg._src.stats import (
     permutation_test,
     weighted_sum,
 )
+from jaxseg._src.streaming_segmentation import SCORES
 
 _WORD_BITS = 13
 _WORDS = 3
@@ -137,9 +138,7 @@ def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
     return {
         "accuracy": jnp.where(fits, safe_divide(total_correct, total_frames, jnp.nan), jnp.nan),
         "edit": segmental(safe_divide(_words_to_float(totals[3 : 3 + _WORDS]), videos, jnp.nan)),
-        "precision": segmental(safe_divide(tp, tp + fp, 0.0)),
-        "recall": segmental(safe_divide(tp, tp + fn, 0.0)),
-        "f1": segmental(safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)),
+        **dict(zip(SCORES, map(segmental, precision_recall_f1(tp, fp, fn)))),
     }
 
 

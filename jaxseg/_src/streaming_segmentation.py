@@ -16,10 +16,11 @@ from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.frame import AVERAGES, count_pairs, scores_from_confusion
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import precision_recall_f1, safe_divide
 from jaxseg._src.segmentation import DEFAULT_OVERLAPS, segmentation_statistics
 
 EDIT_SCALE = 1 << 24
+SCORES = ("precision", "recall", "f1")
 
 
 class FrameState(NamedTuple):
@@ -234,9 +235,7 @@ def segmentation(
             "edit": nan_if_overflow(
                 safe_divide(as_float(state.edit_sum) / EDIT_SCALE, as_float(state.videos), jnp.nan)
             ),
-            "precision": nan_if_overflow(safe_divide(tp, tp + fp, 0.0)),
-            "recall": nan_if_overflow(safe_divide(tp, tp + fn, 0.0)),
-            "f1": nan_if_overflow(safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)),
+            **dict(zip(SCORES, map(nan_if_overflow, precision_recall_f1(tp, fp, fn)))),
             "videos": as_float(state.videos),
             "frames": as_float(state.frames),
             "overflow": as_float(state.overflow),
