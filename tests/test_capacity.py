@@ -109,3 +109,18 @@ def test_default_capacity_keeps_leading_batch_dims_and_forward_mode():
 def test_soft_edit_loss_rejects_a_concrete_non_positive_gamma(gamma):
     with pytest.raises(ValueError, match="gamma must be > 0"):
         losses.soft_edit_loss(jnp.zeros((4, 3)), jnp.zeros((4,), jnp.int32), gamma=gamma)
+
+
+def test_pad_videos_gives_aligned_arrays_that_jax_uses_without_a_copy():
+    import jaxseg
+
+    videos = [np.arange(5), np.arange(70) % 3, np.array([7])]
+    padded, lengths = jaxseg.io.pad_videos(videos, pad_value=-1)
+    assert padded.dtype == np.int32 and padded.shape == (3, 70)
+    np.testing.assert_array_equal(lengths, [5, 70, 1])
+    for row, video, n in zip(padded, videos, lengths):
+        np.testing.assert_array_equal(row[:n], video)
+        assert np.all(row[n:] == -1)
+    assert padded.ctypes.data % 64 == 0
+    if jax.default_backend() == "cpu":  # the array itself becomes the device buffer
+        assert jax.device_put(padded).unsafe_buffer_pointer() == padded.ctypes.data
