@@ -194,10 +194,11 @@ def _sort_rows(x: jax.Array, metrics: int = 1) -> tuple[jax.Array, ...]:
     up to ``24 / metrics`` independent sorts (``metrics``: values computed per sorted row).
 
     XLA:CPU runs independent operations side by side only when more than 8 are ready at once
-    (its thunk executor's split threshold), so one sort of all rows uses one core while ten or
-    more sorts of a few rows each use them all: 21 rows of 200,000 sort in 91-96 ms instead
-    of 155 ms on 2 cores. The blocks are concatenated where they are used, so that XLA reads
-    them there instead of copying them into one array first.
+    (its thunk executor's split threshold), so there one sort of all rows uses one core while
+    ten or more sorts of a few rows each use them all (other backends sort all rows at once): 21
+    rows of 200,000 sort in 91-96 ms instead of 155 ms on 2 cores. The blocks are concatenated
+    where they are used, so that XLA reads them there instead of copying them into one array
+    first.
 
     The number of sorts was chosen by measurement (21 x 200,000, same process): AP with one
     sort per row 105-107 ms, with one per two rows 115-119 ms; AP and cAP together, whose
@@ -206,7 +207,7 @@ def _sort_rows(x: jax.Array, metrics: int = 1) -> tuple[jax.Array, ...]:
     """
     rows, n = x.shape
     pieces = min(rows, max(_SORT_PIECES_MIN, _SORT_PIECES // metrics))
-    if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH:
+    if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH or jax.default_backend() != "cpu":
         return (jnp.sort(x, axis=-1),)
     bounds = [rows * i // pieces for i in range(pieces + 1)]
     return tuple(jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds))
