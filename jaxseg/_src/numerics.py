@@ -127,10 +127,18 @@ def windowed_running_sum(x):
     scan beat :func:`running_sum`'s matrix products there. Over the ~6,000 words of a long AP
     row the matrix products were as fast or faster, so the ranking keeps them.
 
+    Other backends run ``jnp.cumsum`` (the same integers).
+
     >>> windowed_running_sum(jnp.array([1, 0, 3, 2], jnp.int32)).tolist()
     [1, 1, 4, 6]
     """
-    return _blocked_running_sum(x, _WINDOW, _window_sum)
+    return lax.platform_dependent(
+        x, cpu=lambda x: _blocked_running_sum(x, _WINDOW, _window_sum), default=_cumsum
+    )
+
+
+def _cumsum(x):
+    return jnp.cumsum(x, axis=-1, dtype=jnp.int32)
 
 
 def running_sum(x, *, largest: int):
@@ -141,7 +149,7 @@ def running_sum(x, *, largest: int):
     per level of 64. float32 is exact while ``largest * N < 2**24``; beyond, a parallel
     prefix scan. On CPU it runs as fast as ``lax.associative_scan`` with a third of the
     kernels (its compilation is ~3x faster), and ``jnp.cumsum`` lowers to a windowed
-    reduction, quadratic in N.
+    reduction, quadratic in N. Other backends run ``jnp.cumsum`` (the same integers).
 
     >>> running_sum(jnp.array([1, 0, 3, 2]), largest=3).tolist()
     [1, 1, 4, 6]
@@ -149,7 +157,11 @@ def running_sum(x, *, largest: int):
     if x.shape[-1] == 0:
         return jnp.zeros(x.shape, jnp.int32)
     if largest * x.shape[-1] >= _EXACT_FLOAT32:
-        return lax.associative_scan(jnp.add, x.astype(jnp.int32), axis=-1)
-    return _blocked_running_sum(x.astype(jnp.float32), _BLOCK, _triangular_product).astype(
-        jnp.int32
-    )
+        on_cpu = lambda x: lax.associative_scan(jnp.add, x.astype(jnp.int32), axis=-1)  # noqa: E731
+    else:
+
+        def on_cpu(x):
+            blocked = _blocked_running_sum(x.astype(jnp.float32), _BLOCK, _triangular_product)
+            return blocked.astype(jnp.int32)
+
+    return lax.platform_dependent(x, cpu=on_cpu, default=_cumsum)
