@@ -123,6 +123,48 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
     return Accumulator(init, update, merge_states, compute)
 
 
+def _additive(stats) -> tuple:
+    """The per-video terms a :class:`SegmentationState` sums (its fields but ``frame``): the
+    edit score of a video with frames and no overflow in 2**-24 fixed point."""
+    present = stats.frames > 0
+    score = edit_score_from_distance(
+        stats.edit_distance, stats.target_segments, stats.predicted_segments
+    )
+    fixed = jnp.where(present & ~stats.overflow, jnp.round(score * EDIT_SCALE), 0)
+    return (
+        present,
+        stats.frames,
+        stats.correct,
+        fixed.astype(jnp.int32),
+        stats.target_segments,
+        stats.predicted_segments,
+        stats.tp,
+        stats.fp,
+        stats.fn,
+        stats.overflow,
+    )
+
+
+def _segmentation_results(state: SegmentationState) -> dict:
+    """Accuracy, edit and segmental scores of a :class:`SegmentationState`."""
+    as_float = counting.to_float
+    tp, fp, fn = as_float(state.tp), as_float(state.fp), as_float(state.fn)
+    overflowed = as_float(state.overflow) > 0
+
+    def nan_if_overflow(x):
+        return jnp.where(overflowed, jnp.nan, x)
+
+    edit = safe_divide(as_float(state.edit_sum) / EDIT_SCALE, as_float(state.videos), jnp.nan)
+    return {
+        "accuracy": counting.ratio(state.correct, state.frames),
+        "edit": nan_if_overflow(edit),
+        **dict(zip(SCORES, map(nan_if_overflow, precision_recall_f1(tp, fp, fn)))),
+        "videos": as_float(state.videos),
+        "frames": as_float(state.frames),
+        "overflow": as_float(state.overflow),
+    }
+
+
 def segmentation(
     *,
     overlaps=DEFAULT_OVERLAPS,
@@ -169,82 +211,33 @@ def segmentation(
     background = checks.static_labels("background", background)
     num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
     frames_acc = None if num_classes is None else frame_metrics(num_classes=num_classes)
-    K = len(thresholds)
+    options = dict(
+        overlaps=overlaps,
+        background=background,
+        max_target_segments=max_target_segments,
+        max_predicted_segments=max_predicted_segments,
+        legacy_asformer_end=legacy_asformer_end,
+    )
 
     def init():
-        zero = counting.zeros()
-        return SegmentationState(
-            zero,
-            zero,
-            zero,
-            zero,
-            zero,
-            zero,
-            counting.zeros((K,)),
-            counting.zeros((K,)),
-            counting.zeros((K,)),
-            zero,
-            None if frames_acc is None else frames_acc.init(),
-        )
+        zero, per_threshold = counting.zeros(), counting.zeros((len(thresholds),))
+        frame = None if frames_acc is None else frames_acc.init()
+        return SegmentationState(*(zero,) * 6, *(per_threshold,) * 3, zero, frame)
 
     def update(state, targets, predictions, *, mask=None):
-        stats = segmentation_statistics(
-            targets,
-            predictions,
-            mask=mask,
-            overlaps=overlaps,
-            background=background,
-            max_target_segments=max_target_segments,
-            max_predicted_segments=max_predicted_segments,
-            legacy_asformer_end=legacy_asformer_end,
-        )
-        present = stats.frames > 0
-        score = edit_score_from_distance(
-            stats.edit_distance, stats.target_segments, stats.predicted_segments
-        )
-        fixed = jnp.where(
-            present & ~stats.overflow, jnp.round(score * EDIT_SCALE).astype(jnp.int32), 0
-        )
+        stats = segmentation_statistics(targets, predictions, mask=mask, **options)
         frame = state.frame
         if frames_acc is not None:
             frame = frames_acc.update(frame, targets, predictions, mask=mask)
-        counts = counting.add_sums(
-            state[:-1],
-            (
-                present,
-                stats.frames,
-                stats.correct,
-                fixed,
-                stats.target_segments,
-                stats.predicted_segments,
-                stats.tp,
-                stats.fp,
-                stats.fn,
-                stats.overflow,
-            ),
-        )
-        return SegmentationState(*counts, frame)
+        return SegmentationState(*counting.add_sums(state[:-1], _additive(stats)), frame)
 
     def compute(state):
-        as_float = counting.to_float
-        tp, fp, fn = as_float(state.tp), as_float(state.fp), as_float(state.fn)
-        overflowed = as_float(state.overflow) > 0
-        nan_if_overflow = lambda x: jnp.where(overflowed, jnp.nan, x)  # noqa: E731
-        results = {
-            "accuracy": counting.ratio(state.correct, state.frames),
-            "edit": nan_if_overflow(
-                safe_divide(as_float(state.edit_sum) / EDIT_SCALE, as_float(state.videos), jnp.nan)
-            ),
-            **dict(zip(SCORES, map(nan_if_overflow, precision_recall_f1(tp, fp, fn)))),
-            "videos": as_float(state.videos),
-            "frames": as_float(state.frames),
-            "overflow": as_float(state.overflow),
-        }
+        results = _segmentation_results(state)
         if frames_acc is not None:
             frame = frames_acc.compute(state.frame)
             for key in ("class_accuracy", "mean_class_accuracy", "confusion", "out_of_range"):
                 results[key] = frame[key]
-            for key in ("precision", "recall", "f1"):
+            for key in SCORES:
                 results[f"frame_{key}"] = frame[key]
         return results
 
