@@ -26,7 +26,6 @@ from _data import (
     breakfast_like,
     machine_summary,
     over_segmented,
-    pad,
     reference_style_baseline,
 )
 
@@ -80,8 +79,8 @@ def run(name, targets, predictions, repeats, rounds):
     """Times both baselines and jaxseg's two entry points in ``rounds`` back-to-back rounds,
     so that each ratio compares times measured within a few seconds of each other (this
     machine's speed drifts by tens of percent between minutes), and prints their median."""
-    padded_t, lengths = pad(targets)
-    padded_p, _ = pad(predictions)
+    padded_t, lengths = jaxseg.io.pad_videos(targets)
+    padded_p, _ = jaxseg.io.pad_videos(predictions)
     evaluator = jaxseg.Evaluator(overlaps=OVERLAPS)
 
     def from_padded():
