@@ -1,0 +1,345 @@
+"""Unsupervised action segmentation: Hungarian-matched MoF, IoU and F1 in the field's protocols.
+
+Predictions are cluster ids; each protocol first matches clusters to classes one-to-one (the
+Hungarian algorithm on a (class, cluster) contingency table), then scores the matched labels.
+Three protocols are in use, and they give different numbers on the same predictions:
+
+* **global** (CTE, Kukleva et al. 2019, ``ute``): one matching over all videos of a set
+  (an activity), on a square table; optionally the background label -1 is forced onto the
+  cluster -1 and left out of the denominators. :func:`global_hungarian_scores`.
+* **per video** (TW-FINCH, Sarfraz et al. 2021): one matching per video. MoF, IoU (the sum
+  of per-label Jaccard divided by the number of clusters) and macro F1 per video; the dataset
+  value is their mean. :func:`per_video_hungarian_scores`.
+* **ASOT** (Xu & Gould 2024, ``src/metrics.py``): a rectangular matching, "full" over all
+  videos of a set or "per" video. :func:`asot_hungarian_scores`.
+
+Label conventions of the three references' data: targets in ``[-1, C)`` with -1 the
+background, predictions in ``[-1, K)`` with -1 a "background cluster" (CTE produces it).
+Internally every table is indexed by ``label + 1``. The matchings call
+:func:`~jaxseg._src.assignment.match_block` on exactly the tables the references hand to
+scipy (only the labels that occur, in sorted order), so ties are broken as there.
+
+CTE and ASOT score F1 on frames drawn at random (15 per ground-truth run, 50 repetitions).
+Here F1 is the deterministic limit of their procedures: CTE's expected number of correct
+samples per run is the run's fraction of correct frames; ASOT's run is a hit with the
+probability that at least 8 of 15 uniform draws are correct. The references' values scatter
+around these (a few hundredths on short sets) and depend on numpy's global random state.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+from jax import lax
+
+from jaxseg._src import checks
+from jaxseg._src.assignment import compact, float_dtype, match_block
+from jaxseg._src.batching import lift
+from jaxseg._src.numerics import safe_divide
+
+F1_EPS = 1e-8  # the references' epsilon in F1 = 2PR / (P + R + eps)
+SAMPLES_PER_RUN = 15  # frames drawn per ground-truth run by CTE and ASOT
+EXPERIMENTS = 50  # repetitions of the draw in CTE and ASOT
+ASOT_MODES = ("full", "per")
+
+
+# ------------------------------------------------------------------------------------------
+# Inputs and tables
+
+
+def _inputs(targets, predictions, mask, num_classes, num_clusters):
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    num_clusters = checks.static_int("num_clusters", num_clusters, minimum=1)
+    targets, predictions = checks.label_pair(targets, predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    if mask is None:
+        mask = jnp.ones(targets.shape, jnp.bool_)
+    return targets, predictions, mask, num_classes, num_clusters
+
+
+def shifted_labels(targets, predictions, mask, num_classes, num_clusters):
+    """``(rows, cols, keep)``: table indices ``label + 1`` and the frames that count.
+
+    A frame counts if it is valid and both labels lie in ``[-1, C)`` and ``[-1, K)``.
+    """
+    rows = targets.astype(jnp.int32) + 1
+    cols = predictions.astype(jnp.int32) + 1
+    inside = (rows >= 0) & (rows <= num_classes) & (cols >= 0) & (cols <= num_clusters)
+    return rows, cols, mask & inside
+
+
+def pair_table(rows, cols, keep, num_rows, num_cols):
+    """int32 ``[num_rows, num_cols]``: number of kept frames at each ``(row, col)``."""
+    cell = jnp.where(keep, rows * num_cols + cols, num_rows * num_cols)
+    table = jnp.zeros(num_rows * num_cols, jnp.int32)
+    table = table.at[cell.reshape(-1)].add(1, mode="drop")
+    return table.reshape(num_rows, num_cols)
+
+
+def contingency_table(targets, predictions, *, num_classes: int, num_clusters: int, mask=None):
+    """Contingency table of each sequence: frames of class i predicted as cluster j.
+
+    ``table[i, j] = #{valid t : targets[t] == i and predictions[t] == j}``
+
+    Args:
+      targets: integer ``[..., T]`` class labels in ``[0, num_classes)``.
+      predictions: integer ``[..., T]`` cluster ids in ``[0, num_clusters)``.
+      num_classes: static number of classes C (rows).
+      num_clusters: static number of clusters K (columns), may differ from C.
+      mask: optional bool ``[..., T]``, True = valid frame.
+
+    Returns:
+      int32 ``[..., C, K]``. Frames with a label outside the ranges are left out. Sum the
+      tables of several videos (or batches, or devices) for the table of the whole set.
+
+    >>> contingency_table([0, 0, 1, 1], [2, 2, 2, 0], num_classes=2, num_clusters=3).tolist()
+    [[0, 0, 2], [1, 0, 1]]
+
+    References:
+      Kukleva et al., Unsupervised learning of action classes with continuous temporal
+      embedding, CVPR 2019 (the "voting table" of ``ute/eval_utils/accuracy_class.py``).
+    """
+    targets, predictions, mask, C, K = _inputs(
+        targets, predictions, mask, num_classes, num_clusters
+    )
+
+    def one(t, p, m):
+        rows, cols, keep = shifted_labels(t, p, m, C, K)
+        return pair_table(rows, cols, keep & (rows > 0) & (cols > 0), C + 1, K + 1)[1:, 1:]
+
+    return lift(one, (targets, predictions, mask), (1, 1, 1))
+
+
+# ------------------------------------------------------------------------------------------
+# Runs of equal target labels on a sequence of kept frames (for the sampled F1 scores)
+
+
+def runs(labels, keep):
+    """Runs of equal ``labels`` over the kept frames of a 1-D sequence (gaps are skipped).
+
+    Returns ``(start, end, first, following)``: bool ``[N]`` marks of the first and last kept
+    frame of each run, int32 ``[N]`` index of the first frame of the run of each kept frame,
+    and the index of the next kept frame (``N`` if none).
+    """
+    N = labels.shape[0]
+    index = jnp.arange(N, dtype=jnp.int32)
+    last = lax.cummax(jnp.where(keep, index, -1))
+    previous = jnp.concatenate([jnp.full(1, -1, jnp.int32), last[:-1]])
+    start = keep & ((previous < 0) | (labels[jnp.maximum(previous, 0)] != labels))
+    upcoming = lax.cummin(jnp.where(keep, index, N), reverse=True)
+    following = jnp.concatenate([upcoming[1:], jnp.full(1, N, jnp.int32)])
+    end = keep & ((following >= N) | start[jnp.minimum(following, N - 1)])
+    first = lax.cummax(jnp.where(start, index, -1))
+    return start, end, jnp.maximum(first, 0), following
+
+
+def run_hits(hit, keep, end, first):
+    """At each run end: ``(hits, frames)`` of the run, from prefix sums (int32 ``[N]``)."""
+    kept = jnp.cumsum(keep, dtype=jnp.int32)
+    hits = jnp.cumsum(hit & keep, dtype=jnp.int32)
+    frames = kept - kept[first] + 1
+    hits = hits - hits[first] + (hit & keep)[first].astype(jnp.int32)
+    return jnp.where(end, hits, 0), jnp.where(end, frames, 0)
+
+
+def majority_probability(p, samples: int = SAMPLES_PER_RUN):
+    """``P(X > samples / 2)`` for ``X ~ Binomial(samples, p)``: ASOT's hit probability."""
+    total = jnp.zeros_like(p)
+    for k in range(samples // 2 + 1, samples + 1):
+        total = total + math.comb(samples, k) * p**k * (1 - p) ** (samples - k)
+    return total
+
+
+def _f1(correct, predicted_total, true_total, recall_eps=0.0):
+    """The references' ``2PR / (P + R + 1e-8)``; NaN where a denominator is 0."""
+    precision = safe_divide(correct, predicted_total, jnp.nan)
+    recall = safe_divide(correct, true_total + recall_eps, jnp.nan)
+    return precision, recall, 2 * precision * recall / (precision + recall + F1_EPS)
+
+
+def _videos(mask):
+    """Number of rows with at least one valid frame (padding rows are not videos)."""
+    if mask.ndim == 1:
+        return jnp.any(mask).astype(jnp.int32)
+    return jnp.sum(jnp.any(mask, axis=-1), dtype=jnp.int32)
+
+
+def _pooled(targets, predictions, mask, C, K):
+    """The whole batch as one concatenated sequence (row-major, as the references concatenate)."""
+    rows, cols, keep = shifted_labels(targets, predictions, mask, C, K)
+    return rows.reshape(-1), cols.reshape(-1), keep.reshape(-1)
+
+
+def _matched_counts(table, class_cluster):
+    """Per table row: ``(tp, union)`` with its matched column (``-1``: none, 0 and the row)."""
+    matched = class_cluster >= 0
+    column = jnp.maximum(class_cluster, 0)
+    tp = jnp.where(matched, jnp.take_along_axis(table, column[:, None], axis=1)[:, 0], 0)
+    predicted = jnp.where(matched, jnp.sum(table, axis=0)[column], 0)
+    return tp, jnp.sum(table, axis=1) + predicted - tp
+
+
+# ------------------------------------------------------------------------------------------
+# Global protocol (CTE)
+
+
+def cte_matching(table, background: bool):
+    """CTE's matching on a ``[C+1, K+1]`` table (index = label + 1) of one set of videos.
+
+    Returns ``(class_cluster [C+1], cluster_class [K+1], raw [K+1], bg)``: the cluster matched
+    to each class and the class matched to each cluster (-1: none or a padding label), the
+    cluster that keeps its own id in F1 (CTE's relabelling quirk), and whether background
+    handling is on (``background`` and some target frame is background).
+    """
+    G, Q = table.shape
+    S = max(G, Q)
+    row_order, n_rows = compact(jnp.sum(table, axis=1) > 0)
+    col_order, n_cols = compact(jnp.sum(table, axis=0) > 0)
+    size = jnp.maximum(n_rows, n_cols)
+    votes = jnp.zeros((S, S), float_dtype())
+    votes = votes.at[:G, :Q].set(table[row_order][:, col_order].astype(votes.dtype))
+    col_label = (
+        jnp.full(S, -1, jnp.int32).at[:Q].set(jnp.where(jnp.arange(Q) < n_cols, col_order, -1))
+    )
+    raw = jnp.zeros(Q, jnp.bool_)
+    bg = jnp.asarray(False)
+    if background:
+        # Label -1 sorts first: when present it is row 0 / column 0 of the compacted table.
+        bg = table[0].sum() > 0
+        pred_bg = table[:, 0].sum() > 0
+        first = jnp.arange(S) == 0
+        votes = jnp.where(bg & (first[:, None] | (pred_bg & first[None, :])), 0.0, votes)
+        forced = jnp.where(pred_bg, 0, size - 1)
+        votes = votes.at[0, forced].set(
+            jnp.where(bg, size.astype(votes.dtype) * jnp.max(votes), votes[0, forced])
+        )
+        # Quirk: without a cluster -1 the last column is relabelled -1; its cluster keeps its id.
+        relabel = bg & ~pred_bg
+        last = col_label[size - 1]
+        raw = raw.at[jnp.maximum(last, 0)].set(relabel & (last >= 0))
+        col_label = col_label.at[size - 1].set(jnp.where(relabel, 0, last))
+    col_for_row, _ = match_block(-votes, size, size)
+    matched = jnp.where(jnp.arange(S) < n_rows, col_label[jnp.maximum(col_for_row, 0)], -1)
+    class_cluster = jnp.full(G, -1, jnp.int32).at[row_order].set(matched[:G])
+    cluster_class = jnp.full(Q + 1, -1, jnp.int32)
+    cluster_class = cluster_class.at[jnp.where(class_cluster >= 0, class_cluster, Q)].set(
+        jnp.arange(G, dtype=jnp.int32)
+    )
+    return class_cluster, cluster_class[:Q], raw, bg
+
+
+def _cte_frame_scores(table, class_cluster, bg):
+    """CTE's MoF and IoU, with and without the background class (float32 scalars)."""
+    f = float_dtype()
+    tp, union = _matched_counts(table, class_cluster)
+    support = jnp.sum(table, axis=1)
+    present = support > 0
+    foreground = present & ~((jnp.arange(table.shape[0]) == 0) & bg)
+    frames = jnp.sum(support).astype(f)
+    background_frames = jnp.where(bg, support[0], 0).astype(f)
+    iou = safe_divide(tp.astype(f), union.astype(f), 0.0)
+    classes = (jnp.sum(present) - bg.astype(jnp.int32)).astype(f)
+    return {
+        "mof": safe_divide(
+            jnp.sum(jnp.where(foreground, tp, 0)).astype(f), frames - background_frames, jnp.nan
+        ),
+        "mof_bg": safe_divide(jnp.sum(tp).astype(f), frames, jnp.nan),
+        "iou": safe_divide(jnp.sum(jnp.where(foreground, iou, 0.0)), classes, jnp.nan),
+        "iou_bg": safe_divide(jnp.sum(jnp.where(present, iou, 0.0)), classes, jnp.nan),
+    }
+
+
+def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
+    """CTE's F1, deterministic limit: every run but the last scores its fraction correct."""
+    f = float_dtype()
+    keep = keep & ~(bg & (rows == 0))
+    matched = cluster_class[cols]
+    correct = jnp.where(matched >= 0, matched == rows, raw[cols] & (cols == rows))
+    start, end, first, following = runs(rows, keep)
+    hits, frames = run_hits(correct, keep, end, first)
+    counted = end & (following < rows.shape[0])  # the last run is never added
+    fraction = safe_divide(hits.astype(f), frames.astype(f), 0.0)
+    correct_runs = jnp.sum(jnp.where(counted, fraction, 0.0))
+    n_runs = (jnp.sum(start) - 1).astype(f)
+    precision, recall, f1 = _f1(correct_runs, (segments * videos).astype(f), n_runs)
+    undefined = n_runs <= 0  # CTE raises ZeroDivisionError
+    nan = lambda x: jnp.where(undefined, jnp.nan, x)  # noqa: E731
+    return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
+
+
+def global_hungarian_scores(
+    targets,
+    predictions,
+    *,
+    num_classes: int,
+    num_clusters: int,
+    mask=None,
+    background: bool = False,
+    segments_per_video=None,
+) -> dict:
+    """MoF, IoU and F1 after one Hungarian matching over all videos (CTE's global protocol).
+
+    All sequences of the batch are one set (an activity, or a whole dataset), concatenated in
+    row-major order. A square table of the labels that occur (rows: sorted classes, columns:
+    sorted clusters, the shorter side padded with unused labels) is matched one-to-one
+    maximising matched frames; then, with ``tp_c`` the frames of class c on its cluster and
+    ``u_c`` the union of the class's and the cluster's frames,
+    ``mof = sum_c tp_c / N``, ``iou = (1 / |classes|) sum_c tp_c / u_c``, and
+    ``f1 = 2PR / (P + R + 1e-8)`` with ``P = n / (k V)``, ``R = n / (runs - 1)``, where n sums
+    the fraction of correctly mapped frames of every ground-truth run of the concatenation but
+    the last, k is ``segments_per_video`` and V the number of videos.
+
+    With ``background=True`` (CTE's ``opt.bg``), target label -1 is background: its row and
+    the column of cluster -1 are zeroed, the cell (-1, -1) is set to ``size * max(table)`` so
+    that background matches cluster -1, and background frames leave the denominators and F1;
+    ``mof_bg``/``iou_bg`` put its term back in the numerator (``iou_bg`` keeps ``iou``'s
+    denominator, as CTE does, so it can exceed 1).
+
+    Args:
+      targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``, -1 = background.
+      predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``.
+      num_classes: static number of classes C.
+      num_clusters: static number of clusters K.
+      mask: optional bool ``[..., T]``, True = valid frame.
+      background: static; CTE's background handling (see above).
+      segments_per_video: CTE's K in F1's precision (the number of clusters the method was
+        asked for); int or int scalar array; default ``num_clusters``.
+
+    Returns:
+      dict of float32 scalars ``mof``, ``mof_bg``, ``iou``, ``iou_bg``, ``f1``,
+      ``precision``, ``recall`` (fractions; NaN where a denominator is 0), and int32
+      ``cluster_class [K+1]`` and ``class_cluster [C+1]``: entry ``i`` belongs to label
+      ``i - 1`` and holds the matched label plus one (0 = cluster/class -1, -1 = none).
+
+    >>> r = global_hungarian_scores([[0, 0, 1, 1]], [[3, 3, 2, 2]], num_classes=2,
+    ...                             num_clusters=4)
+    >>> float(r["mof"]), float(r["iou"])
+    (1.0, 1.0)
+
+    Differences from the reference (``ute`` at 2fd98b4): F1 is the deterministic limit of
+    CTE's sampling (the expected number of correct samples per run; CTE averages the F1 of
+    50 random draws, so its value scatters around this one); ``background=True`` on targets
+    without background frames acts like ``background=False`` (CTE raises ``KeyError``); 0/0
+    gives NaN. Kept as in CTE: the cluster of the last column loses its match when no
+    prediction is -1 (its frames keep their own id in F1), F1 runs cross video boundaries and
+    the last run is dropped (F1 is NaN with fewer than two runs: CTE raises), and ties are
+    broken as scipy breaks them.
+
+    References:
+      Kukleva et al., Unsupervised learning of action classes with continuous temporal
+      embedding, CVPR 2019; github.com/Annusha/unsup_temp_embed ``ute/eval_utils``
+      (``accuracy_class.py``, ``f1_score.py``) and ``ute/corpus.py:accuracy_corpus``.
+    """
+    targets, predictions, mask, C, K = _inputs(
+        targets, predictions, mask, num_classes, num_clusters
+    )
+    background = bool(background)
+    segments = jnp.asarray(K if segments_per_video is None else segments_per_video)
+    rows, cols, keep = _pooled(targets, predictions, mask, C, K)
+    table = pair_table(rows, cols, keep, C + 1, K + 1)
+    class_cluster, cluster_class, raw, bg = cte_matching(table, background)
+    scores = _cte_frame_scores(table, class_cluster, bg)
+    scores.update(_cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, _videos(mask)))
+    scores = {k: v.astype(jnp.float32) for k, v in scores.items()}
+    return {**scores, "cluster_class": cluster_class, "class_cluster": class_cluster}
