@@ -572,8 +572,8 @@ def per_video_hungarian_scores(
 
     >>> r = per_video_hungarian_scores([0, 0, 1, 1, 1], [1, 1, 1, 0, 0], num_classes=2,
     ...                                num_clusters=2)
-    >>> float(r["mof"]), round(float(r["iou"]), 4), round(float(r["f1"]), 4)
-    (0.8, 0.6667, 0.8)
+    >>> [round(float(r[k]), 4) for k in ("mof", "iou", "f1")]
+    [0.8, 0.6667, 0.8]
 
     Differences from the reference (FINCH-Clustering at b181669): cluster ids need not be
     dense (TW-FINCH indexes its table by cluster id); a video without frames gives NaN.
