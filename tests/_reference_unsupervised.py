@@ -3,8 +3,9 @@
 Written here from the protocols' descriptions (golden/unsupervised/README.md and the papers'
 evaluation code as documented there), not copied. Inputs are 1-D arrays of the frames of one
 set (concatenated) or of one video; -1 is the background label. ``rng`` is a
-``numpy.random.RandomState``-like object with ``random_integers`` (legacy, inclusive bounds)
-for the sampled F1 scores; ``rng=None`` gives their deterministic limits.
+``numpy.random.RandomState``-like object; ``randint(lo, hi + 1)`` draws what the references'
+``random_integers(lo, hi)`` draws (the same legacy stream) for the sampled F1 scores;
+``rng=None`` gives their deterministic limits.
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _cte_f1(gt, pred, gt2cluster, background, k, n_videos, rng):
             if rng is None:
                 n += np.mean(mapped[lo : hi + 1] == gt[lo : hi + 1])
             else:
-                idx = rng.random_integers(lo, hi, SAMPLES)
+                idx = rng.randint(lo, hi + 1, SAMPLES)
                 n += np.count_nonzero(gt[idx] == mapped[idx]) / SAMPLES
         p, r = n / (k * n_videos), n / len(runs)
         f1s.append(2 * p * r / (p + r + EPS))
@@ -154,7 +155,7 @@ def _asot_f1(gt, pred, gt_to_pred, n_videos, rng):
                 p = 0.0 if cluster is None else np.mean(pred[lo : hi + 1] == cluster)
                 hits += _majority(p)
             else:
-                idx = rng.random_integers(lo, hi, SAMPLES)
+                idx = rng.randint(lo, hi + 1, SAMPLES)
                 tp = 0 if cluster is None else np.count_nonzero(pred[idx] == cluster)
                 hits += tp / SAMPLES > 0.5
     precision = hits / (n_videos * len(np.unique(gt)) * EXPERIMENTS)

@@ -394,7 +394,11 @@ def _asot_f1(rows, cols, keep, class_cluster, classes, videos):
     has_next = end & (following < N)
     next_cols = cols[jnp.minimum(following, N - 1)]
     crossing = has_next & (target_cluster >= 0) & (next_cols == target_cluster)
-    p = safe_divide((hits + crossing).astype(f), (frames + has_next).astype(f), 0.0)
+    p = safe_divide(
+        (hits + crossing.astype(jnp.int32)).astype(f),
+        (frames + has_next.astype(jnp.int32)).astype(f),
+        0.0,
+    )
     expected_hits = jnp.sum(jnp.where(end, majority_probability(p), 0.0))
     n_runs = jnp.sum(start).astype(f)
     # ASOT: precision = hits / (V * classes * 50), recall = hits / (runs * 50 + 1e-8).
