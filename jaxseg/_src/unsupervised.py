@@ -359,7 +359,7 @@ def asot_matching(table, exclude_background: bool):
     """
     if exclude_background:
         table = table.at[0].set(0)
-    G, Q = table.shape
+    G = table.shape[0]
     row_order, n_rows = compact(jnp.sum(table, axis=1) > 0)
     col_order, n_cols = compact(jnp.sum(table, axis=0) > 0)
     affinity = table[row_order][:, col_order].T.astype(float_dtype())  # [clusters, classes]
