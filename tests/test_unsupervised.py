@@ -181,3 +181,92 @@ def test_golden_means_over_activities(golden):
         assert _close(np.mean(values), means["cte_mean_over_activities"][key])
     for key, values in full.items():
         assert _close(np.mean(values), means["asot_full_mean_over_activities"][key])
+
+
+# ------------------------------------------------------------------------------------------
+# The oracle on random sets with many ties; scipy's tie rule
+
+
+def _random_set(rng, videos, length, classes, clusters, background):
+    lengths = rng.integers(0, length + 1, videos)
+    gt = np.full((videos, length), -100, np.int32)
+    pred = np.full((videos, length), -100, np.int32)
+    mask = np.arange(length)[None, :] < lengths[:, None]
+    for v, n in enumerate(lengths):
+        cuts = np.sort(rng.integers(0, n + 1, rng.integers(0, 4)))
+        labels = rng.integers(-1 if background else 0, classes, len(cuts) + 1)
+        gt[v, :n] = np.repeat(labels, np.diff(np.concatenate([[0], cuts, [n]])))
+        noisy = rng.random(n) < 0.3
+        pred[v, :n] = np.where(noisy, rng.integers(-1, clusters, n), (gt[v, :n] + 1) % clusters)
+    return gt, pred, mask
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_protocols_match_oracle(seed):
+    rng = np.random.default_rng(seed)
+    background = seed % 2 == 1
+    gt, pred, mask = _random_set(rng, 4, 12, 4, 3 + seed % 3, background)
+    if background:
+        gt[0, 0], mask[0, 0] = -1, True  # CTE needs a background frame
+        pred[0, 0] = pred[0, 0] if pred[0, 0] != -100 else 0
+    flat_gt, flat_pred = gt[mask], pred[mask]
+    videos = int(np.sum(mask.any(axis=1)))
+    got = _global(gt, pred, mask, 3, background)
+    want = ref.cte(flat_gt, flat_pred, background=background, k=3, n_videos=videos)
+    for key in ("mof", "mof_bg", "iou", "iou_bg", "f1"):
+        assert _close(got[key], want[key]), key
+    for mode in ("full", "per"):
+        got = _asot(gt, pred, mask, mode, background)
+        rows = (
+            [(gt[mask], pred[mask], videos)]
+            if mode == "full"
+            else [(gt[v][mask[v]], pred[v][mask[v]], 1) for v in range(len(gt))]
+        )
+        for i, (g, p, n) in enumerate(rows):
+            want = ref.asot(g, p, exclude_background=background, n_videos=n)
+            for key in ("mof", "miou", "f1"):
+                value = got[key] if mode == "full" else got[key][i]
+                assert _close(value, want[key]), (mode, key, i)
+    got = M.per_video_hungarian_scores(gt, pred, mask=mask, num_classes=C, num_clusters=K)
+    for v in range(len(gt)):
+        want = ref.twfinch(gt[v][mask[v]], pred[v][mask[v]])
+        for key in ("mof", "iou", "f1"):
+            assert _close(got[key][v], want[key]), (v, key)
+
+
+def test_hungarian_matching_breaks_ties_as_scipy():
+    rng = np.random.default_rng(0)
+    solve = jax.jit(lambda t, r, c: M.hungarian_matching(t, num_rows=r, num_cols=c))
+    for _ in range(200):
+        R, N = rng.integers(1, 7, 2)
+        table = rng.integers(0, rng.integers(1, 4), (R, N)).astype(np.int32)
+        r, c = int(rng.integers(0, R + 1)), int(rng.integers(0, N + 1))
+        rows, cols = linear_sum_assignment(table[:r, :c], maximize=True)
+        col_for_row, row_for_col = solve(table, r, c)
+        want_c, want_r = np.full(R, -1), np.full(N, -1)
+        want_c[rows], want_r[cols] = cols, rows
+        np.testing.assert_array_equal(col_for_row, want_c)
+        np.testing.assert_array_equal(row_for_col, want_r)
+
+
+def test_hungarian_matching_vmaps():
+    rng = np.random.default_rng(1)
+    tables = rng.integers(0, 5, (3, 2, 4, 5)).astype(np.int32)
+    col_for_row, row_for_col = jax.jit(jax.vmap(M.hungarian_matching))(tables)
+    assert col_for_row.shape == (3, 2, 4) and row_for_col.shape == (3, 2, 5)
+    for i in np.ndindex(3, 2):
+        rows, cols = linear_sum_assignment(tables[i], maximize=True)
+        np.testing.assert_array_equal(col_for_row[i][rows], cols)
+
+
+def test_contingency_table():
+    gt = np.array([[0, 0, 1, 2, -1], [1, 1, 1, 0, 0]])
+    pred = np.array([[1, 1, 0, 2, 0], [2, 2, 2, 9, 1]])
+    mask = np.array([[True] * 5, [True, True, True, True, False]])
+    got = np.asarray(M.contingency_table(gt, pred, num_classes=3, num_clusters=3, mask=mask))
+    want = np.zeros((2, 3, 3), int)
+    for v in range(2):
+        for g, p, m in zip(gt[v], pred[v], mask[v]):
+            if m and 0 <= g < 3 and 0 <= p < 3:
+                want[v, g, p] += 1
+    np.testing.assert_array_equal(got, want)

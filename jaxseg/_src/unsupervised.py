@@ -375,7 +375,9 @@ def _asot_frame_scores(table, class_cluster, classes):
     iou = safe_divide(tp.astype(f), union.astype(f), 0.0)
     return {
         "mof": safe_divide(jnp.sum(tp).astype(f), jnp.sum(table).astype(f), jnp.nan),
-        "miou": safe_divide(jnp.sum(jnp.where(class_cluster >= 0, iou, 0.0)), classes.astype(f)),
+        "miou": safe_divide(
+            jnp.sum(jnp.where(class_cluster >= 0, iou, 0.0)), classes.astype(f), jnp.nan
+        ),
     }
 
 
