@@ -117,38 +117,64 @@ def contingency_table(targets, predictions, *, num_classes: int, num_clusters: i
 # Runs of equal target labels on a sequence of kept frames (for the sampled F1 scores)
 
 
-def compact(values, keep):
-    """The kept entries of int32 ``values [N]`` moved to the front, in order; and their count.
+def _packed(flags):
+    """bool ``[N]`` as uint32 words ``[W]`` (bit j of word w = entry 32 w + j)."""
+    words = -(-flags.shape[0] // 32)
+    bits = jnp.pad(flags, (0, words * 32 - flags.shape[0])).reshape(words, 32)
+    shifts = jnp.arange(32, dtype=jnp.uint32)
+    return jnp.sum(bits.astype(jnp.uint32) << shifts[None, :], axis=1, dtype=jnp.uint32)
 
-    One running count and one scatter: on CPU, where a cumulative max or sum over millions of
-    entries costs 0.15-0.3 s, this is what makes "the previous kept frame" cheap.
+
+def running_count(flags):
+    """Inclusive running count of bool ``flags [N]`` (int32), through bit-packed words.
+
+    Packing 32 flags per word leaves a running sum over N / 32 word counts; each entry then
+    adds the set bits of its word up to itself. On CPU this is several times faster than a
+    running sum over N entries.
     """
-    N = values.shape[0]
-    position = running_sum(keep.astype(jnp.int32), largest=1)
-    target = jnp.where(keep, position - 1, N)
-    packed = jnp.full(N, -1, jnp.int32).at[target].set(values, mode="drop", unique_indices=True)
-    return packed, position[-1] if N else jnp.int32(0)
+    packed = _packed(flags)
+    per_word = lax.population_count(packed).astype(jnp.int32)
+    before = running_sum(per_word, largest=32) - per_word
+    shifts = jnp.arange(32, dtype=jnp.uint32)
+    upto = (jnp.uint32(2) << shifts) - jnp.uint32(1)  # bits 0..j (all 32 for j = 31)
+    within = lax.population_count(packed[:, None] & upto[None, :]).astype(jnp.int32)
+    return (before[:, None] + within).reshape(-1)[: flags.shape[0]]
 
 
-def run_marks(labels, count):
-    """bool ``[N]`` marks of the first and last entry of each run of equal ``labels[:count]``."""
-    index = jnp.arange(labels.shape[0])
-    valid = index < count
-    previous = jnp.concatenate([labels[:1], labels[:-1]])
-    following = jnp.concatenate([labels[1:], labels[-1:]])
-    start = valid & ((index == 0) | (previous != labels))
-    end = valid & ((index == count - 1) | (following != labels))
-    return start, end
+def previous_kept(keep):
+    """int32 ``[N]``: index of the last kept entry before each entry (-1 if none).
+
+    The highest set bit below the entry in its own word, else the last kept entry of the
+    earlier words (a running max over N / 32 words only).
+    """
+    N = keep.shape[0]
+    packed = _packed(keep)
+    W = packed.shape[0]
+    base = 32 * jnp.arange(W, dtype=jnp.int32)
+    below = packed[:, None] & ((jnp.uint32(1) << jnp.arange(32, dtype=jnp.uint32)) - 1)[None, :]
+    highest = 31 - lax.clz(below).astype(jnp.int32)
+    last = jnp.where(packed != 0, base + 31 - lax.clz(packed).astype(jnp.int32), -1)
+    earlier = jnp.concatenate([jnp.full(1, -1, jnp.int32), lax.cummax(last)[:-1]])
+    out = jnp.where(below != 0, base[:, None] + highest, earlier[:, None])
+    return out.reshape(-1)[:N]
 
 
-def run_sums(start, count, columns):
-    """Sums of int32 ``columns [N, M]`` over the runs that ``start`` opens (entries from
-    ``count`` on are left out); row k belongs to run k. Returns ``(sums [N, M], runs)``."""
-    N = start.shape[0]
-    run = running_sum(start.astype(jnp.int32), largest=1) - 1
-    run = jnp.where(jnp.arange(N) < count, run, N)
-    sums = jax.ops.segment_sum(columns, run, num_segments=N, indices_are_sorted=True)
-    return sums, jnp.sum(start, dtype=jnp.int32)
+def runs(labels, keep):
+    """Runs of equal ``labels`` over the kept entries of a sequence (other entries skipped).
+
+    Returns ``(start, run, previous)``: bool ``[N]`` marks of each run's first entry, int32
+    ``[N]`` run index of each entry (non-decreasing; an entry that is not kept carries the
+    index of the last run before it, or 0), and :func:`previous_kept`.
+    """
+    previous = previous_kept(keep)
+    start = keep & ((previous < 0) | (labels[jnp.maximum(previous, 0)] != labels))
+    run = jnp.maximum(running_count(start) - 1, 0)
+    return start, run, previous
+
+
+def run_sums(values, run, num_runs: int):
+    """Sums of int32 ``values [N, M]`` per run (:func:`runs`), ``[num_runs, M]``."""
+    return jax.ops.segment_sum(values, run, num_segments=num_runs, indices_are_sorted=True)
 
 
 def majority_probability(p, samples: int = SAMPLES_PER_RUN):
@@ -258,23 +284,18 @@ def _cte_frame_scores(table, class_cluster, bg):
     }
 
 
-def _kept_frames(rows, cols, keep, num_cols):
-    """Row and column indices of the kept frames, moved to the front; and their count."""
-    packed, count = compact(rows * num_cols + cols, keep)
-    packed = jnp.maximum(packed, 0)
-    return packed // num_cols, packed % num_cols, count
-
-
 def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
     """CTE's F1, deterministic limit: every run but the last scores its fraction correct."""
     f = float_dtype()
-    rows, cols, count = _kept_frames(rows, cols, keep & ~(bg & (rows == 0)), raw.shape[0])
+    N = rows.shape[0]
+    keep = keep & ~(bg & (rows == 0))
     matched = cluster_class[cols]
-    correct = jnp.where(matched >= 0, matched == rows, raw[cols] & (cols == rows))
-    start, _ = run_marks(rows, count)
-    columns = jnp.stack([jnp.ones_like(rows), correct.astype(jnp.int32)], 1)
-    sums, n_runs = run_sums(start, count, columns)
-    counted = jnp.arange(rows.shape[0]) < n_runs - 1  # the last run is never added
+    correct = keep & jnp.where(matched >= 0, matched == rows, raw[cols] & (cols == rows))
+    start, run, _ = runs(rows, keep)
+    columns = jnp.stack([keep, correct], 1).astype(jnp.int32)
+    sums = run_sums(columns, run, N)
+    n_runs = jnp.sum(start, dtype=jnp.int32)
+    counted = jnp.arange(N) < n_runs - 1  # the last run is never added
     fraction = safe_divide(sums[:, 1].astype(f), sums[:, 0].astype(f), 0.0)
     correct_runs = jnp.sum(jnp.where(counted, fraction, 0.0))
     n_runs = (n_runs - 1).astype(f)
@@ -397,29 +418,28 @@ def _asot_frame_scores(table, class_cluster, classes):
     }
 
 
-def _asot_f1(rows, cols, keep, class_cluster, classes, videos, num_cols):
+def _asot_f1(rows, cols, keep, class_cluster, classes, videos):
     """ASOT's F1, deterministic limit: each run's hit probability with 15 draws.
 
     Run i draws from frames ``b_i .. b_{i+1}`` inclusive (the next run's first frame too);
     it is a hit when more than half of the draws fall on the class's matched cluster.
     """
     f = float_dtype()
-    rows, cols, count = _kept_frames(rows, cols, keep, num_cols)
     N = rows.shape[0]
-    index = jnp.arange(N)
     target_cluster = class_cluster[rows]
-    start, end = run_marks(rows, count)
-    # At a run's last frame, if another run follows: its first frame joins the draws.
-    joins = end & (index < count - 1)
-    next_cols = jnp.concatenate([cols[1:], cols[-1:]])
-    crossing = joins & (target_cluster >= 0) & (next_cols == target_cluster)
-    hit = (target_cluster >= 0) & (cols == target_cluster)
-    columns = jnp.stack(
-        [joins.astype(jnp.int32) + 1, hit.astype(jnp.int32) + crossing.astype(jnp.int32)], 1
-    )
-    sums, n_runs = run_sums(start, count, columns)
+    hit = keep & (target_cluster >= 0) & (cols == target_cluster)
+    start, run, previous = runs(rows, keep)
+    # The first frame of each run but the first joins the previous run's draws.
+    joins = start & (previous >= 0)
+    earlier_cluster = target_cluster[jnp.maximum(previous, 0)]
+    crossing = joins & (earlier_cluster >= 0) & (cols == earlier_cluster)
+    own = run_sums(jnp.stack([keep, hit], 1).astype(jnp.int32), run, N)
+    into_previous = jnp.where(joins, run - 1, run)  # still non-decreasing
+    extra = run_sums(jnp.stack([joins, crossing], 1).astype(jnp.int32), into_previous, N)
+    sums = own + extra
     p = safe_divide(sums[:, 1].astype(f), sums[:, 0].astype(f), 0.0)
-    expected_hits = jnp.sum(jnp.where(index < n_runs, majority_probability(p), 0.0))
+    n_runs = jnp.sum(start, dtype=jnp.int32)
+    expected_hits = jnp.sum(jnp.where(jnp.arange(N) < n_runs, majority_probability(p), 0.0))
     n_runs = n_runs.astype(f)
     # ASOT: precision = hits / (V * classes * 50), recall = hits / (runs * 50 + 1e-8).
     precision, recall, f1 = _f1(
@@ -439,7 +459,7 @@ def _asot_sequence(rows, cols, keep, videos, C, K, exclude_background):
     if exclude_background:
         keep = keep & (rows != 0)
     scores = _asot_frame_scores(table, class_cluster, classes)
-    scores.update(_asot_f1(rows, cols, keep, class_cluster, classes, videos, K + 1))
+    scores.update(_asot_f1(rows, cols, keep, class_cluster, classes, videos))
     scores = {k: v.astype(jnp.float32) for k, v in scores.items()}
     return {**scores, "class_cluster": class_cluster}
 
