@@ -15,6 +15,7 @@ import math
 
 import _reference_unsupervised as ref
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import golden_path
@@ -424,3 +425,18 @@ def test_per_video_accumulator_is_batch_invariant(protocol):
             assert float(result[key]) == float(results[0][key])
             values = np.asarray(per[key], np.float64)[mask.any(axis=1)]
             assert _close(result[key], np.nanmean(values), 1e-6)
+
+
+def test_split_table_equals_plain_table():
+    from jaxseg._src.unsupervised import _histogram, _split_histogram, pair_table
+
+    rng = np.random.default_rng(6)
+    n = (1 << 20) + 5  # above the size from which the CPU counts in parts
+    rows, cols = rng.integers(0, 5, n), rng.integers(0, 7, n)
+    keep = rng.random(n) < 0.6
+    got = jax.jit(pair_table, static_argnums=(3, 4))(rows, cols, keep, 5, 7)
+    want = np.zeros((5, 7), int)
+    np.add.at(want, (rows[keep], cols[keep]), 1)
+    np.testing.assert_array_equal(got, want)
+    cells = jnp.asarray(rng.integers(0, 36, 1001), jnp.int32)
+    np.testing.assert_array_equal(_split_histogram(cells, 35), _histogram(cells, 35))

@@ -44,6 +44,7 @@ F1_EPS = 1e-8  # the references' epsilon in F1 = 2PR / (P + R + eps)
 SAMPLES_PER_RUN = 15  # frames drawn per ground-truth run by CTE and ASOT
 EXPERIMENTS = 50  # repetitions of the draw in CTE and ASOT
 ASOT_MODES = ("full", "per")
+_SPLIT_FROM = 1 << 20  # frames from which the table is counted in parts on CPU
 
 
 # ------------------------------------------------------------------------------------------
@@ -71,12 +72,36 @@ def shifted_labels(targets, predictions, mask, num_classes, num_clusters):
     return rows, cols, mask & inside
 
 
+def _histogram(cells, bins: int):
+    """int32 ``[bins + 1]`` counts of ``cells`` in ``[0, bins]`` (plain: one scatter-add)."""
+    counts = jnp.zeros(bins + 1, jnp.int32)
+    return counts.at[cells].add(1, mode="promise_in_bounds")
+
+
+def _split_histogram(cells, bins: int, parts: int = 8):
+    """:func:`_histogram` as ``parts`` independent scatter-adds over slices, summed.
+
+    XLA:CPU runs the independent scatters side by side: over ten million padded frames
+    (Breakfast-sized) 13-17 ms instead of 23-28 ms on 2 cores.
+    """
+    size = -(-cells.shape[0] // parts)
+    cells = jnp.pad(cells, (0, size * parts - cells.shape[0]), constant_values=bins)
+    return sum(_histogram(part, bins) for part in cells.reshape(parts, size))
+
+
 def pair_table(rows, cols, keep, num_rows, num_cols):
     """int32 ``[num_rows, num_cols]``: number of kept frames at each ``(row, col)``."""
-    cell = jnp.where(keep, rows * num_cols + cols, num_rows * num_cols)
-    table = jnp.zeros(num_rows * num_cols, jnp.int32)
-    table = table.at[cell.reshape(-1)].add(1, mode="drop")
-    return table.reshape(num_rows, num_cols)
+    bins = num_rows * num_cols
+    cells = jnp.where(keep, rows * num_cols + cols, bins).reshape(-1)
+    if cells.shape[0] < _SPLIT_FROM:
+        counts = _histogram(cells, bins)
+    else:
+        counts = lax.platform_dependent(
+            cells,
+            cpu=lambda c: _split_histogram(c, bins),
+            default=lambda c: _histogram(c, bins),
+        )
+    return counts[:bins].reshape(num_rows, num_cols)
 
 
 def contingency_table(targets, predictions, *, num_classes: int, num_clusters: int, mask=None):
