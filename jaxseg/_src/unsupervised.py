@@ -384,13 +384,12 @@ def global_hungarian_scores(
     (1.0, 1.0)
 
     Differences from the reference (``ute`` at 2fd98b4): F1 is the deterministic limit of
-    CTE's sampling (the expected number of correct samples per run; CTE averages the F1 of
-    50 random draws, so its value scatters around this one); ``background=True`` on targets
-    without background frames acts like ``background=False`` (CTE raises ``KeyError``); 0/0
-    gives NaN. Kept as in CTE: the cluster of the last column loses its match when no
-    prediction is -1 (its frames keep their own id in F1), F1 runs cross video boundaries and
-    the last run is dropped (F1 is NaN with fewer than two runs: CTE raises), and ties are
-    broken as scipy breaks them.
+    CTE's sampling (expected correct samples per run; CTE's mean F1 of 50 random draws
+    scatters around it); ``background=True`` without background frames acts like
+    ``background=False`` (CTE raises ``KeyError``); 0/0 gives NaN. Kept as in CTE: without
+    a prediction -1 the last column's cluster loses its match (its frames keep their own id
+    in F1); F1's runs cross video boundaries and the last run is dropped (F1 is NaN with
+    fewer than two runs: CTE raises); ties are broken as scipy breaks them.
 
     References:
       Kukleva et al., Unsupervised learning of action classes with continuous temporal
