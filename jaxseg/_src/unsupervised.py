@@ -75,7 +75,10 @@ def shifted_labels(targets, predictions, mask, num_classes, num_clusters):
 def _histogram(cells, bins: int):
     """int32 ``[bins + 1]`` counts of ``cells`` in ``[0, bins]`` (plain: one scatter-add)."""
     counts = jnp.zeros(bins + 1, jnp.int32)
-    return counts.at[cells].add(1, mode="promise_in_bounds")
+    # out_sharding: on an explicitly sharded batch the counts are replicated (as frame.py).
+    return counts.at[cells].add(
+        1, mode="promise_in_bounds", out_sharding=jax.typeof(counts).sharding
+    )
 
 
 def _split_histogram(cells, bins: int, parts: int = 8):
