@@ -1,5 +1,6 @@
 """Public namespace: every metric function (one value per sequence, truth first)."""
 
+from jaxseg._src.assignment import hungarian_matching
 from jaxseg._src.dense import dice, iou, pixel_accuracy
 from jaxseg._src.detection import box_iou, detection_average_precision, temporal_iou
 from jaxseg._src.frame import (
@@ -32,24 +33,35 @@ from jaxseg._src.segmentation import (
     segmental_precision,
     segmental_recall,
 )
+from jaxseg._src.unsupervised import (
+    asot_hungarian_scores,
+    contingency_table,
+    global_hungarian_scores,
+    per_video_hungarian_scores,
+)
 
 __all__ = [
     "accuracy",
+    "asot_hungarian_scores",
     "average_precision",
     "box_iou",
     "calibrated_average_precision",
     "class_accuracy",
     "confusion_matrix",
+    "contingency_table",
     "detection_average_precision",
     "dice",
     "edit_distance",
     "edit_score",
     "f1_score",
+    "global_hungarian_scores",
+    "hungarian_matching",
     "iou",
     "mean_average_precision",
     "mean_rank",
     "mean_reciprocal_rank",
     "median_rank",
+    "per_video_hungarian_scores",
     "pixel_accuracy",
     "precision",
     "precision_recall_curve",

@@ -33,6 +33,12 @@ from jaxseg._src.streaming_segmentation import (
     frame_metrics,
     segmentation,
 )
+from jaxseg._src.streaming_unsupervised import (
+    PerVideoState,
+    TableState,
+    global_hungarian,
+    per_video_hungarian,
+)
 
 __all__ = [
     "Accumulator",
@@ -43,13 +49,17 @@ __all__ = [
     "FrameBufferState",
     "FrameHistogramState",
     "FrameState",
+    "PerVideoState",
     "RetrievalState",
     "SegmentationState",
+    "TableState",
     "TopKState",
     "dense",
     "detection",
     "frame_average_precision",
     "frame_metrics",
+    "global_hungarian",
+    "per_video_hungarian",
     "retrieval",
     "segmentation",
     "to_int",

@@ -169,7 +169,7 @@ _CACHE_NOTE = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jaxseg`` command."""
-    from jaxseg._src import cli_detection
+    from jaxseg._src import cli_detection, cli_unsupervised
 
     parser = argparse.ArgumentParser(
         prog="jaxseg",
@@ -225,6 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
         "videos",
     )
     _add_bootstrap_arguments(evaluate)
+    cli_unsupervised.add_arguments(evaluate)
     _add_output_arguments(evaluate)
 
     compare = commands.add_parser(
@@ -490,6 +491,10 @@ def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, 
 
 
 def _run_evaluate(args) -> int:
+    if args.matching is not None:
+        from jaxseg._src import cli_unsupervised
+
+        return cli_unsupervised.run(args)
     if args.demo and (args.ground_truth or args.predictions):
         raise InputError("--demo takes no GROUND_TRUTH or PREDICTIONS folders")
     if not args.demo and not (args.ground_truth and args.predictions):

@@ -1,0 +1,267 @@
+"""``jaxseg evaluate --matching ...``: unsupervised action segmentation on files.
+
+Ground truth as for ``evaluate`` (MS-TCN layout, class names mapped by ``mapping.txt``, or
+``.npy`` class indices); predictions are cluster ids, one integer per frame (text: one per
+line or the MS-TCN results format; or ``.npy``), -1 allowed (a background cluster), no
+mapping. All videos given form one set (an activity): run once per activity (``--split``)
+for the per-activity numbers of CTE and ASOT "full". Problems with the files end the program
+with one line naming the file, exit status 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from jaxseg._src import report as reports
+from jaxseg._src.io_files import (
+    InputError,
+    _decode_text,
+    _label_files,
+    _read_bytes,
+    find_mapping,
+    pair_files,
+    read_labels,
+    read_mapping,
+    read_split,
+)
+
+MATCHINGS = ("global", "per-video", "asot-full", "asot-per")
+_COLUMNS = {
+    "global": (("MoF", "mof"), ("IoU", "iou"), ("F1", "f1")),
+    "per-video": (("MoF", "mof"), ("IoU", "iou"), ("F1", "f1")),
+    "asot-full": (("MoF", "mof"), ("mIoU", "miou"), ("F1", "f1")),
+    "asot-per": (("MoF", "mof"), ("mIoU", "miou"), ("F1", "f1")),
+}
+_PROTOCOL = {
+    "global": "global Hungarian matching over all videos (CTE, ute)",
+    "per-video": "Hungarian matching per video (TW-FINCH)",
+    "asot-full": "ASOT matching over all videos ('full')",
+    "asot-per": "ASOT matching per video ('per')",
+}
+
+
+def add_arguments(parser) -> None:
+    """The options of the unsupervised protocols on ``jaxseg evaluate``."""
+    parser.add_argument(
+        "--matching",
+        choices=MATCHINGS,
+        help="unsupervised segmentation: PREDICTIONS hold cluster ids (integers, -1 allowed), "
+        "matched to the classes by the Hungarian algorithm with this protocol: global (CTE), "
+        "per-video (TW-FINCH), asot-full, asot-per; prints MoF, IoU and F1 (%%). The "
+        "--background classes become CTE's/ASOT's background -1",
+    )
+    parser.add_argument(
+        "--segments-per-video",
+        type=int,
+        metavar="K",
+        help="--matching global: CTE's K in F1's precision (default: number of clusters)",
+    )
+    parser.add_argument(
+        "--iou-divisor",
+        type=int,
+        metavar="K",
+        help="--matching per-video: TW-FINCH's n_clusters dividing the IoU sum (default: the "
+        "number of distinct clusters of each video)",
+    )
+
+
+def read_cluster_ids(path: Path) -> np.ndarray:
+    """One video's cluster ids: integers ``>= -1`` from a text or ``.npy`` file."""
+    if path.suffix == ".npy":
+        if not path.is_file():
+            raise InputError(f"{path}: label file not found")
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise InputError(f"{path}: not a readable .npy array ({error})") from None
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer) or array.size == 0:
+            raise InputError(
+                f"{path}: expected integer cluster ids [T], got dtype {array.dtype} "
+                f"shape {array.shape}"
+            )
+        ids = array.astype(np.int64)
+    else:
+        data = _read_bytes(path, "prediction file")
+        text = _decode_text(path, data, "prediction file")
+        lines = text.splitlines()
+        first = 1 if lines and lines[0].lstrip().startswith("#") else 0
+        values = []
+        for number, line in enumerate(lines[first:], start=first + 1):
+            for token in line.split():
+                try:
+                    values.append(int(token))
+                except ValueError:
+                    raise InputError(
+                        f"{path}:{number}: {token!r} is not an integer cluster id "
+                        "(--matching takes cluster ids, not class names)"
+                    ) from None
+        if not values:
+            raise InputError(f"{path}: empty file (no cluster ids)")
+        ids = np.asarray(values, np.int64)
+    if ids.min() < -1 or ids.max() >= 2**20:
+        bad = int(np.argmax((ids < -1) | (ids >= 2**20)))
+        raise InputError(f"{path}: cluster id {ids[bad]} at frame {bad + 1} is not in [-1, 2^20)")
+    return ids.astype(np.int32)
+
+
+def load(args):
+    """``(names, targets, predictions, class_names)`` of the videos named on the command line."""
+    truth = Path(args.ground_truth)
+    if (truth / "groundTruth").is_dir():
+        truth = truth / "groundTruth"
+    mapping = Path(args.mapping) if args.mapping else find_mapping(truth)
+    class_names = read_mapping(mapping) if mapping is not None else None
+    index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
+    _label_files(truth, "ground-truth")
+    videos = pair_files(
+        truth, Path(args.predictions), read_split(args.split) if args.split else None
+    )
+    targets, predictions = [], []
+    for name, truth_file, prediction_file in videos:
+        target = read_labels(truth_file, index)
+        prediction = read_cluster_ids(prediction_file)
+        if target.shape != prediction.shape:
+            raise InputError(
+                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
+                f"{target.size} ground-truth frames ({truth_file})"
+            )
+        targets.append(target)
+        predictions.append(prediction)
+    if class_names is None:
+        class_names = tuple(str(i) for i in range(1 + max(int(t.max()) for t in targets)))
+    return [name for name, _, _ in videos], targets, predictions, tuple(class_names)
+
+
+def _background(args, class_names) -> tuple[int, ...]:
+    from jaxseg._src.cli import _background_indices
+
+    return _background_indices(args.background, class_names)
+
+
+def _padded(sequences, fill=-1):
+    length = max(len(s) for s in sequences)
+    out = np.full((len(sequences), length), fill, np.int32)
+    mask = np.zeros((len(sequences), length), bool)
+    for row, s in enumerate(sequences):
+        out[row, : len(s)] = s
+        mask[row, : len(s)] = True
+    return out, mask
+
+
+def evaluate(args, targets, predictions, num_classes: int, background: tuple[int, ...]):
+    """The protocol's scores: dict of floats (set level) and of arrays (per video, or None)."""
+    import jax
+
+    from jaxseg import metrics
+
+    if background:
+        targets = [np.where(np.isin(t, background), -1, t).astype(np.int32) for t in targets]
+    gt, mask = _padded(targets)
+    pred, _ = _padded(predictions)
+    kw = dict(num_classes=num_classes, num_clusters=max(1, int(pred.max()) + 1))
+    bg = bool(background)
+    if args.matching == "global":
+        segments = args.segments_per_video
+        fn = jax.jit(
+            lambda g, p, m: metrics.global_hungarian_scores(
+                g, p, mask=m, background=bg, segments_per_video=segments, **kw
+            )
+        )
+    elif args.matching == "per-video":
+        divisor = args.iou_divisor
+        fn = jax.jit(
+            lambda g, p, m: metrics.per_video_hungarian_scores(
+                g, p, mask=m, iou_divisor=divisor, **kw
+            )
+        )
+    else:
+        mode = args.matching.removeprefix("asot-")
+        fn = jax.jit(
+            lambda g, p, m: metrics.asot_hungarian_scores(
+                g, p, mask=m, mode=mode, exclude_background=bg, **kw
+            )
+        )
+    result = {k: np.asarray(v) for k, v in fn(gt, pred, mask).items()}
+    columns = _COLUMNS[args.matching]
+    if args.matching in ("global", "asot-full"):
+        overall = {key: float(result[key]) for _, key in columns}
+        if args.matching == "global" and bg:
+            overall.update(mof_bg=float(result["mof_bg"]), iou_bg=float(result["iou_bg"]))
+        return overall, None
+    per_video = {key: result[key].astype(np.float64) for _, key in columns}
+    overall = {key: float(np.nanmean(values)) for key, values in per_video.items()}
+    return overall, per_video
+
+
+def report(args, names, targets, class_names, background, overall, per_video):
+    columns = list(_COLUMNS[args.matching])
+    if "mof_bg" in overall:
+        columns += [("MoF-bg", "mof_bg"), ("IoU-bg", "iou_bg")]
+    label = "mean over videos" if per_video is not None else "all"
+    rows = [(label, *(100.0 * overall[key] for _, key in columns))]
+    sections = [
+        reports.Section("results", "Results (%)", ("", *(c for c, _ in columns)), tuple(rows))
+    ]
+    if per_video is not None and args.per_video:
+        video_rows = tuple(
+            (name, len(t), *(100.0 * per_video[key][i] for _, key in columns))
+            for i, (name, t) in enumerate(zip(names, targets))
+        )
+        sections.append(
+            reports.Section(
+                "per_video",
+                "Per video (%)",
+                ("video", "frames", *(c for c, _ in columns)),
+                video_rows,
+            )
+        )
+    frames = sum(len(t) for t in targets)
+    background_names = [class_names[i] for i in background]
+    summary = {
+        "videos": len(names),
+        "frames": frames,
+        "classes": list(class_names),
+        "background": background_names,
+        "matching": args.matching,
+    }
+    text = reports.description(
+        len(names),
+        frames,
+        len(class_names),
+        background_names,
+        f"; {_PROTOCOL[args.matching]}",
+    )
+    return reports.Report(text, summary, tuple(sections))
+
+
+def run(args) -> int:
+    """``jaxseg evaluate --matching ...``."""
+    from jaxseg._src.cli import _load_jax
+
+    for flag, name in (
+        (args.demo, "--demo"),
+        (args.per_class, "--per-class"),
+        (args.plot, "--plot"),
+        (args.ci, "--ci"),
+        (args.legacy_asformer_end, "--legacy-asformer-end"),
+    ):
+        if flag:
+            raise InputError(f"--matching does not take {name}")
+    if not (args.ground_truth and args.predictions):
+        raise InputError("give GROUND_TRUTH and PREDICTIONS folders")
+    if args.segments_per_video is not None and args.segments_per_video < 1:
+        raise InputError("--segments-per-video must be at least 1")
+    if args.iou_divisor is not None and args.iou_divisor < 1:
+        raise InputError("--iou-divisor must be at least 1")
+    reports.check_output(args.output)
+    names, targets, predictions, class_names = load(args)
+    background = _background(args, class_names)
+    _load_jax()
+    overall, per_video = evaluate(args, targets, predictions, len(class_names), background)
+    result = report(args, names, targets, class_names, background, overall, per_video)
+    reports.emit(
+        reports.render(result, args.format, decimals=args.decimals), args.output, quiet=args.quiet
+    )
+    return 0

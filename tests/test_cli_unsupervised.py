@@ -1,0 +1,122 @@
+"""``jaxseg evaluate --matching``: the protocols' numbers from files, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _cli_data import write_labels, write_mapping
+
+from jaxseg import metrics as M
+from jaxseg._src.cli import main
+
+NAMES = ("take", "open", "pour", "background")
+TRUTH = {
+    "a": np.array([0, 0, 1, 1, 1, 3, 2, 2]),
+    "b": np.array([3, 1, 1, 2, 2, 2]),
+    "c": np.array([0, 2, 2, 2, 3]),
+}
+CLUSTERS = {
+    "a": np.array([4, 4, 0, 0, 2, -1, 1, 1]),
+    "b": np.array([-1, 0, 0, 1, 1, 0]),
+    "c": np.array([4, 1, 1, 3, 3]),
+}
+
+
+@pytest.fixture
+def folders(tmp_path):
+    truth, predictions = tmp_path / "groundTruth", tmp_path / "predictions"
+    truth.mkdir()
+    predictions.mkdir()
+    write_mapping(tmp_path / "mapping.txt", NAMES)
+    for i, (name, labels) in enumerate(TRUTH.items()):
+        write_labels(truth / f"{name}.txt", labels, NAMES, "lines")
+        ids = CLUSTERS[name]
+        if i == 0:
+            np.save(predictions / f"{name}.npy", ids)
+        elif i == 1:
+            (predictions / name).write_text(
+                "### Frame level recognition: ###\n" + " ".join(map(str, ids)) + "\n"
+            )
+        else:
+            (predictions / f"{name}.txt").write_text("".join(f"{x}\n" for x in ids))
+    return tmp_path, truth, predictions
+
+
+def _json(capsys, *argv):
+    assert main(["evaluate", *map(str, argv), "--format", "json"]) == 0
+    out, _ = capsys.readouterr()
+    return json.loads(out)
+
+
+def _padded():
+    names = sorted(TRUTH)
+    T = max(len(TRUTH[n]) for n in names)
+    gt = np.full((3, T), -5, np.int32)
+    pred = np.full((3, T), -5, np.int32)
+    mask = np.zeros((3, T), bool)
+    for row, n in enumerate(names):
+        k = len(TRUTH[n])
+        gt[row, :k] = np.where(TRUTH[n] == 3, -1, TRUTH[n])  # 'background' becomes -1
+        pred[row, :k] = CLUSTERS[n]
+        mask[row, :k] = True
+    return gt, pred, mask
+
+
+@pytest.mark.parametrize("matching", ["global", "per-video", "asot-full", "asot-per"])
+def test_matching_prints_the_protocol(folders, capsys, matching):
+    root, _, predictions = folders
+    result = _json(capsys, root, predictions, "--matching", matching)
+    gt, pred, mask = _padded()
+    kw = dict(mask=mask, num_classes=4, num_clusters=5)
+    if matching == "global":
+        want = M.global_hungarian_scores(gt, pred, background=True, **kw)
+        keys = {"MoF": "mof", "IoU": "iou", "F1": "f1", "MoF-bg": "mof_bg", "IoU-bg": "iou_bg"}
+    elif matching == "per-video":
+        want = M.per_video_hungarian_scores(gt, pred, **kw)
+        keys = {"MoF": "mof", "IoU": "iou", "F1": "f1"}
+    else:
+        mode = matching.removeprefix("asot-")
+        want = M.asot_hungarian_scores(gt, pred, mode=mode, exclude_background=True, **kw)
+        keys = {"MoF": "mof", "mIoU": "miou", "F1": "f1"}
+    row = result["results"][0]
+    for column, key in keys.items():
+        assert row[column] == pytest.approx(100 * float(np.mean(want[key])), abs=1e-4), column
+    assert result["summary"]["matching"] == matching
+
+
+def test_no_background(folders, capsys):
+    root, _, predictions = folders
+    result = _json(capsys, root, predictions, "--matching", "global", "--background")
+    assert "MoF-bg" not in result["results"][0]
+
+
+def fails(capsys, *argv) -> str:
+    code = main(["evaluate", *map(str, argv)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("jaxseg: error: ") and err.count("\n") == 1, err
+    return err.removeprefix("jaxseg: error: ").rstrip("\n")
+
+
+def test_errors(folders, capsys):
+    root, _, predictions = folders
+    (predictions / "c.txt").write_text("1\ntake\n1\n1\n1\n")
+    assert fails(capsys, root, predictions, "--matching", "global") == (
+        f"{predictions / 'c.txt'}:2: 'take' is not an integer cluster id "
+        "(--matching takes cluster ids, not class names)"
+    )
+    (predictions / "c.txt").write_text("1\n-2\n1\n1\n1\n")
+    assert "cluster id -2 at frame 2" in fails(capsys, root, predictions, "--matching", "global")
+    (predictions / "c.txt").write_text("1\n1\n")
+    assert "has 2 predicted frames but 5" in fails(
+        capsys, root, predictions, "--matching", "per-video"
+    )
+    assert fails(capsys, root, predictions, "--matching", "global", "--ci", "0.9") == (
+        "--matching does not take --ci"
+    )
+    assert (
+        fails(capsys, root, predictions, "--matching", "global", "--segments-per-video", "0")
+        == "--segments-per-video must be at least 1"
+    )
