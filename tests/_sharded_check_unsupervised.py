@@ -52,7 +52,7 @@ def main(axis_types) -> int:
     batch = (targets - 1, (predictions + 1) % K - 1, mask)  # background -1 in both
     kw = dict(num_classes=base.C, num_clusters=K)
     accumulators = {
-        "global_hungarian cte": streaming.global_hungarian(background=True, **kw),
+        "global_hungarian cte": streaming.global_hungarian(exclude_background=True, **kw),
         "global_hungarian asot": streaming.global_hungarian(protocol="asot", **kw),
         "per_video_hungarian twfinch": streaming.per_video_hungarian(**kw),
         "per_video_hungarian asot": streaming.per_video_hungarian(protocol="asot", **kw),

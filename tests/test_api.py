@@ -28,6 +28,7 @@ _DATA = {
     "median_rank": ("similarity",),
     "recall_at_k": ("similarity",),
     "retrieval_ranks": ("similarity",),
+    "hungarian_matching": ("table",),  # a contingency table
     "temporal_iou_loss": ("predictions", "targets"),  # interval regression, optax's order
     "temporal_giou_loss": ("predictions", "targets"),
     "temporal_diou_loss": ("predictions", "targets"),
@@ -36,10 +37,12 @@ _DATA = {
 # Every keyword option of the metrics and losses, one meaning per name.
 _OPTIONS = {
     "alpha", "ambiguous", "average", "background", "backward", "beta", "classes", "event_ndim",
-    "form", "gamma", "gt_mask", "ignore_index", "interpolation", "iou_thresholds", "item_mask",
-    "k", "label_mask", "legacy_asformer_end", "mask", "matching", "max_predicted_segments",
-    "max_segments", "max_target_segments", "normalize", "num_classes", "num_positives",
-    "overlaps", "pred_mask", "smooth", "spatial_ndim", "stride", "targets", "threshold", "ties",
+    "exclude_background", "f1", "form", "gamma", "gt_mask", "ignore_index", "interpolation",
+    "iou_divisor", "iou_thresholds", "item_mask", "k", "label_mask", "legacy_asformer_end",
+    "mask", "matching", "max_predicted_segments", "max_segments", "max_target_segments", "mode",
+    "normalize", "num_classes", "num_clusters", "num_cols", "num_positives", "num_rows",
+    "overlaps", "pred_mask", "segments_per_video", "smooth", "spatial_ndim", "stride",
+    "targets", "threshold", "ties",
 }  # fmt: skip
 
 

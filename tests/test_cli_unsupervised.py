@@ -71,7 +71,7 @@ def test_matching_prints_the_protocol(folders, capsys, matching):
     gt, pred, mask = _padded()
     kw = dict(mask=mask, num_classes=4, num_clusters=5)
     if matching == "global":
-        want = M.global_hungarian_scores(gt, pred, background=True, **kw)
+        want = M.global_hungarian_scores(gt, pred, exclude_background=True, **kw)
         keys = {"MoF": "mof", "IoU": "iou", "F1": "f1", "MoF-bg": "mof_bg", "IoU-bg": "iou_bg"}
     elif matching == "per-video":
         want = M.per_video_hungarian_scores(gt, pred, **kw)

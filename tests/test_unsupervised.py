@@ -67,7 +67,7 @@ def _global(gt, pred, mask, k, background):
         mask=mask,
         num_classes=C,
         num_clusters=K,
-        background=background,
+        exclude_background=background,
         segments_per_video=k,
     )
 
@@ -286,7 +286,7 @@ def _all(gt, pred, mask=None, background=False):
     gt, pred = np.asarray(gt, np.int32), np.asarray(pred, np.int32)
     kw = dict(mask=mask, num_classes=C, num_clusters=K)
     return (
-        M.global_hungarian_scores(gt, pred, background=background, **kw),
+        M.global_hungarian_scores(gt, pred, exclude_background=background, **kw),
         M.asot_hungarian_scores(gt, pred, mode="full", exclude_background=background, **kw),
         M.per_video_hungarian_scores(gt, pred, **kw),
     )
@@ -368,7 +368,7 @@ def test_global_accumulator_is_batch_invariant(protocol):
     gt, pred, mask = _random_set(rng, 7, 16, 5, 4, True)
     gt[0, 0], mask[0, 0] = -1, True
     acc = streaming.global_hungarian(
-        num_classes=C, num_clusters=K, protocol=protocol, background=True
+        num_classes=C, num_clusters=K, protocol=protocol, exclude_background=True
     )
     update = jax.jit(acc.update)
     results = []
@@ -385,7 +385,7 @@ def test_global_accumulator_is_batch_invariant(protocol):
         results.append(jax.jit(acc.compute)(state))
     if protocol == "cte":
         whole = M.global_hungarian_scores(
-            gt, pred, mask=mask, num_classes=C, num_clusters=K, background=True
+            gt, pred, mask=mask, num_classes=C, num_clusters=K, exclude_background=True
         )
     else:
         whole = M.asot_hungarian_scores(

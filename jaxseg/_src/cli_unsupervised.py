@@ -166,7 +166,7 @@ def evaluate(args, targets, predictions, num_classes: int, background: tuple[int
         segments = args.segments_per_video
         fn = jax.jit(
             lambda g, p, m: metrics.global_hungarian_scores(
-                g, p, mask=m, background=bg, segments_per_video=segments, **kw
+                g, p, mask=m, exclude_background=bg, segments_per_video=segments, **kw
             )
         )
     elif args.matching == "per-video":

@@ -62,7 +62,8 @@ def _as_int32(count):
 
 
 def global_hungarian(
-    *, num_classes: int, num_clusters: int, protocol: str = "cte", background: bool = False
+    *, num_classes: int, num_clusters: int, protocol: str = "cte",
+    exclude_background: bool = False,
 ) -> Accumulator:
     """Accumulator of a global protocol's matching, MoF and IoU (CTE or ASOT "full").
 
@@ -71,7 +72,7 @@ def global_hungarian(
       num_clusters: static number of clusters K (predictions in ``[-1, K)``).
       protocol: static; ``"cte"`` (:func:`jaxseg.metrics.global_hungarian_scores`) or
         ``"asot"`` (:func:`jaxseg.metrics.asot_hungarian_scores`, ``mode="full"``).
-      background: static; CTE's background handling / ASOT's ``exclude_background``.
+      exclude_background: static; CTE's background handling / ASOT's removal of target -1.
 
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`; ``compute`` gives the protocol's
@@ -88,7 +89,7 @@ def global_hungarian(
     C = checks.static_int("num_classes", num_classes, minimum=1)
     K = checks.static_int("num_clusters", num_clusters, minimum=1)
     protocol = checks.static_choice("protocol", protocol, GLOBAL_PROTOCOLS)
-    background = bool(background)
+    background = bool(exclude_background)
 
     def init():
         return TableState(counting.zeros((C + 1, K + 1)), counting.zeros())

@@ -340,7 +340,7 @@ def global_hungarian_scores(
     num_classes: int,
     num_clusters: int,
     mask=None,
-    background: bool = False,
+    exclude_background: bool = False,
     segments_per_video=None,
     f1: bool = True,
 ) -> dict:
@@ -356,7 +356,8 @@ def global_hungarian_scores(
     the fraction of correctly mapped frames of every ground-truth run of the concatenation but
     the last, k is ``segments_per_video`` and V the number of videos.
 
-    With ``background=True`` (CTE's ``opt.bg``), target label -1 is background: its row and
+    With ``exclude_background=True`` (CTE's ``opt.bg``), target label -1 is background: its
+    row and
     the column of cluster -1 are zeroed, the cell (-1, -1) is set to ``size * max(table)`` so
     that background matches cluster -1, and background frames leave the denominators and F1;
     ``mof_bg``/``iou_bg`` put its term back in the numerator (``iou_bg`` keeps ``iou``'s
@@ -368,7 +369,7 @@ def global_hungarian_scores(
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
-      background: static; CTE's background handling (see above).
+      exclude_background: static; CTE's background handling (see above).
       segments_per_video: CTE's K in F1's precision (the number of clusters the method was
         asked for); int or int scalar array; default ``num_clusters``.
       f1: static; also compute F1 (its runs cost several times the table on CPU: ~0.2 s
@@ -388,8 +389,9 @@ def global_hungarian_scores(
 
     Differences from the reference (``ute`` at 2fd98b4): F1 is the deterministic limit of
     CTE's sampling (expected correct samples per run; CTE's mean F1 of 50 random draws
-    scatters around it); ``background=True`` without background frames acts like
-    ``background=False`` (CTE raises ``KeyError``); 0/0 gives NaN. Kept as in CTE: without
+    scatters around it); ``exclude_background=True`` without background frames acts
+    like ``exclude_background=False`` (CTE raises ``KeyError``); 0/0 gives NaN. Kept as in
+    CTE: without
     a prediction -1 the last column's cluster loses its match (its frames keep their own id
     in F1); F1's runs cross video boundaries and the last run is dropped (F1 is NaN with
     fewer than two runs: CTE raises); ties are broken as scipy breaks them.
@@ -402,7 +404,7 @@ def global_hungarian_scores(
     targets, predictions, mask, C, K = _inputs(
         targets, predictions, mask, num_classes, num_clusters
     )
-    background = bool(background)
+    background = bool(exclude_background)
     segments = jnp.asarray(K if segments_per_video is None else segments_per_video)
     rows, cols, keep = _pooled(targets, predictions, mask, C, K)
     table = pair_table(rows, cols, keep, C + 1, K + 1)
