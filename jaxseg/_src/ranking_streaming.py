@@ -63,7 +63,8 @@ def _one_of(capacity, num_thresholds):
 # Dense segmentation
 # --------------------------------------------------------------------------------------------
 class DenseState(NamedTuple):
-    """Pooled confusion matrix ``[C, C]`` (rows = targets) as an exact count."""
+    """Pooled confusion matrix ``[C + 1, C + 1]`` (rows = targets; row / column C: labels
+    outside [0, C)) as an exact count."""
 
     confusion: counting.Count
 
@@ -73,10 +74,13 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
 
     ``update(state, targets, predictions, *, mask=None)`` takes label maps of any shape;
     ``compute`` returns ``pixel_accuracy``, ``iou`` ``[C]``, ``miou``, ``dice`` ``[C]``,
-    ``mdice`` (absent classes NaN and excluded from the means) and ``confusion``.
+    ``mdice`` (absent classes NaN and excluded from the means), ``confusion`` ``[C, C]``
+    and ``extended_confusion`` ``[C + 1, C + 1]`` (row / column C: labels outside [0, C)).
 
     Args:
-      num_classes: static number of classes C (labels outside [0, C) are not counted).
+      num_classes: static number of classes C. As mmsegmentation, a prediction outside
+        [0, C) counts as a miss of its target pixel, and a target outside [0, C) (other than
+        ``ignore_index``) drops its pixel from the accuracy but keeps its prediction's FP.
       ignore_index: static target value whose pixels are removed (e.g. 255), or None.
 
     >>> acc = dense(num_classes=2, ignore_index=255)
@@ -89,7 +93,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
         ignore_index = checks.static_int("ignore_index", ignore_index)
 
     def init():
-        return DenseState(counting.zeros((num_classes, num_classes)))
+        return DenseState(counting.zeros((num_classes + 1, num_classes + 1)))
 
     def update(state, targets, predictions, *, mask=None):
         targets = checks.as_int_labels("targets", targets)
@@ -112,7 +116,8 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
             "miou": iou.mean,
             "dice": dice_.per_class,
             "mdice": dice_.mean,
-            "confusion": confusion,
+            "confusion": confusion[:num_classes, :num_classes],
+            "extended_confusion": confusion,
         }
 
     return Accumulator(init, update, merge_states, compute)
