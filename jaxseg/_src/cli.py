@@ -84,6 +84,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _decimals(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= 15:
+        raise argparse.ArgumentTypeError(f"must be in 0..15, got {text}")
+    return value
+
+
 def _level(text: str) -> float:
     try:
         value = float(text)
@@ -100,7 +110,7 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--decimals",
-        type=int,
+        type=_decimals,
         default=2,
         metavar="N",
         help="decimals of the percentages in table/markdown output (default 2; "
@@ -452,7 +462,11 @@ def _png(figure) -> bytes:
 def _write_plots(directory: Path, dataset, class_stats, background, *, quiet: bool) -> None:
     from jaxseg._src import plotting
 
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or error
+        raise InputError(f"{directory}: cannot create the --plot folder: {reason}") from None
     names = dataset.class_names
     progress = Progress("plotting", enabled=not quiet)
     for count, (video, target, prediction) in enumerate(
@@ -495,6 +509,7 @@ def _run_evaluate(args) -> int:
     if not args.demo and not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
     reports.check_output(args.output)
+    reports.check_folder(args.plot, "--plot")
     if args.plot is not None:
         from jaxseg._src import plotting
 
@@ -527,11 +542,10 @@ def _run_evaluate(args) -> int:
         intervals=intervals,
         per_video=args.per_video,
     )
-    reports.emit(
-        reports.render(report, args.format, decimals=args.decimals), args.output, quiet=args.quiet
-    )
-    if args.plot is not None:
+    text = reports.render(report, args.format, decimals=args.decimals)
+    if args.plot is not None:  # first: a failure here leaves no --output behind
         _write_plots(Path(args.plot), dataset, class_stats, background, quiet=args.quiet)
+    reports.emit(text, args.output, quiet=args.quiet)
     return 0
 
 
@@ -664,6 +678,19 @@ def run() -> None:
     os._exit(status)
 
 
+_OUT_OF_MEMORY = (
+    "out of memory; evaluate fewer videos at once (--split) or on a machine with more memory"
+)
+
+
+def _out_of_device_memory(error: Exception) -> bool:
+    """Whether ``error`` is XLA failing to allocate (host or accelerator memory)."""
+    text = str(error)
+    return type(error).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and (
+        "RESOURCE_EXHAUSTED" in text or "Out of memory" in text
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
     from jaxseg._src import cli_detection
@@ -689,6 +716,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `jaxseg evaluate ... | head`
         sys.stderr.close()
         return 0
+    except MemoryError:
+        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return USER_ERROR
+    except Exception as error:  # XLA's allocation failures (RESOURCE_EXHAUSTED)
+        if not _out_of_device_memory(error):
+            raise
+        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return USER_ERROR
     except KeyboardInterrupt:
         print("jaxseg: interrupted", file=sys.stderr)
         return INTERRUPTED
