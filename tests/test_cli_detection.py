@@ -90,7 +90,7 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
     assert err.startswith("jaxseg: note: 1 video(s) of the submission are not in the ground truth")
     lines = out.splitlines()
     assert lines[0].startswith("9 videos (validation), 30 ground-truth instances, 98 detections")
-    assert lines[3].split() == ["0.50", "0.75", "Avg"]
+    assert lines[3].split() == ["name", "0.50", "0.75", "Avg"]
     assert lines[4].split()[0] == "mAP"
 
 

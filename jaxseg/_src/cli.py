@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
 import time
@@ -374,17 +375,24 @@ def _segmentation_report(
     dataset, evaluator, class_stats, *, background, overlaps, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
-    f1_columns = [reports.overlap_column(tau) for tau in overlaps]
-    columns = ("", "Acc", "Edit", *f1_columns)
+    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in overlaps)]
     values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in overlaps)]
-    rows = [("all", *(_percent(v) for v in values))]
-    if intervals is not None:
-        level = f"{100 * intervals['confidence']:g}%"
+    if intervals is None:
+        columns = ("name", *metrics)
+        row = ("all", *(_percent(v) for v in values))
+        title = "Results (%)"
+    else:  # each metric's interval as two columns beside it: one row, one schema
         keys = ["accuracy", "edit", *(("f1", tau) for tau in overlaps)]
-        for side, bound in ((0, "low"), (1, "high")):
-            bounds = [_lookup(intervals, key)[side] for key in keys]
-            rows.append((f"{level} CI {bound}", *(_percent(v) for v in bounds)))
-    sections = [reports.Section("results", "Results (%)", columns, tuple(rows))]
+        columns, row = ["name"], ["all"]
+        for metric, key, value in zip(metrics, keys, values, strict=True):
+            low, high = _lookup(intervals, key)
+            columns += [metric, f"{metric} low", f"{metric} high"]
+            row += [_percent(value), _percent(low), _percent(high)]
+        columns, row = tuple(columns), tuple(row)
+        level = f"{100 * intervals['confidence']:g}%"
+        title = f"Results (%; low / high: {level} percentile-bootstrap interval over videos)"
+    sections = [reports.Section("results", title, columns, (row,))]
+    columns = ("name", *metrics)
     if per_video:
         by_name = {row["name"]: row for row in evaluator.per_video()}
         video_rows = []
@@ -405,36 +413,7 @@ def _segmentation_report(
             )
         )
     if class_stats is not None:
-        confusion = class_stats["confusion"]
-        class_rows = [
-            (
-                name,
-                int(confusion[c].sum()),
-                int(confusion[:, c].sum()),
-                _percent(class_stats["recall_none"][c]),
-                _percent(class_stats["precision_none"][c]),
-                _percent(class_stats["f1_none"][c]),
-            )
-            for c, name in enumerate(dataset.class_names)
-        ]
-        class_rows.append(
-            (
-                "mean",
-                int(confusion.sum()),
-                int(confusion.sum()),
-                _percent(class_stats["recall_macro"]),
-                _percent(class_stats["precision_macro"]),
-                _percent(class_stats["f1_macro"]),
-            )
-        )
-        sections.append(
-            reports.Section(
-                "per_class",
-                "Per class (%, frame level)",
-                ("class", "frames", "predicted", "Acc", "Precision", "F1"),
-                tuple(class_rows),
-            )
-        )
+        sections.append(_class_section(dataset.class_names, class_stats["confusion"]))
     background_names = [dataset.class_names[i] for i in background]
     summary = {
         "videos": len(dataset.names),
@@ -451,6 +430,43 @@ def _segmentation_report(
         len(dataset.names), int(result["frames"]), len(dataset.class_names), background_names
     )
     return reports.Report(text, summary, tuple(sections))
+
+
+def _class_section(class_names, confusion) -> reports.Section:
+    """Per-class frame recall (class accuracy), precision and F1 from the pooled confusion.
+
+    As mmsegmentation's mAcc / mFscore: a ratio whose denominator is 0 is undefined ("-",
+    null), not 0: the recall of a class without ground-truth frames, the precision of a class
+    never predicted, the F1 of a class in neither. A mean is over the classes where the value
+    is defined (so mean recall is over the classes in the ground truth).
+    """
+    confusion = np.asarray(confusion, np.int64)
+    tp = np.diagonal(confusion).astype(np.float64)
+    frames, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+
+    def ratio(numerator, denominator):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
+
+    scores = (ratio(tp, frames), ratio(tp, predicted), ratio(2 * tp, frames + predicted))
+    rows = [
+        (name, int(frames[c]), int(predicted[c]), *(_percent(s[c]) for s in scores))
+        for c, name in enumerate(class_names)
+    ]
+
+    def mean(values):
+        defined = values[~np.isnan(values)]
+        return float(defined.mean()) if defined.size else math.nan
+
+    totals = (int(frames.sum()), int(predicted.sum()))
+    rows.append(("mean", *totals, *(_percent(mean(s)) for s in scores)))
+    return reports.Section(
+        "per_class",
+        "Per class (%, frame level; '-': undefined (no ground-truth frame for Recall, none "
+        "predicted for Precision), left out of the mean)",
+        ("class", "frames", "predicted", "Recall", "Precision", "F1"),
+        tuple(rows),
+    )
 
 
 def _png(figure) -> bytes:
@@ -566,19 +582,11 @@ def _comparison_report(dataset_a, result, *, background, overlaps, args) -> repo
             )
         )
     level = f"{100 * args.confidence:g}%"
-    columns = (
-        "metric",
-        "A",
-        "B",
-        "A - B",
-        f"{level} CI low",
-        f"{level} CI high",
-        "p (bootstrap)",
-        "p (permutation)",
-    )
+    columns = ("metric", "A", "B", "A - B", "low", "high", "p (bootstrap)", "p (permutation)")
     section = reports.Section(
         "comparison",
-        "Paired comparison A - B (%; p-values two-sided)",
+        f"Paired comparison A - B (%; low / high: {level} paired-bootstrap interval of A - B; "
+        "p-values two-sided)",
         columns,
         tuple(rows),
         decimals=(None,) * 6 + (4, 4),

@@ -271,6 +271,15 @@ def _thresholds(args) -> tuple[float, ...]:
     return tuple(dict.fromkeys(args.thresholds))
 
 
+def _threshold_columns(thresholds) -> list[str]:
+    """Column names of the tIoU thresholds: two decimals, more where two would collide."""
+    for digits in range(2, 18):
+        names = [f"{t:.{digits}f}" for t in thresholds]
+        if len(set(names)) == len(names):
+            return names
+    return [repr(t) for t in thresholds]
+
+
 def _percent(values) -> list[float]:
     return [100.0 * float(v) for v in np.asarray(values).reshape(-1)]
 
@@ -296,7 +305,7 @@ def _offline(args) -> reports.Report:
         pred_mask=tables.pred_mask,
     )
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
-    columns = ("", *(f"{t:.2f}" for t in thresholds), "Avg")
+    columns = ("name", *_threshold_columns(thresholds), "Avg")
     sections = [
         reports.Section(
             "map",
@@ -410,7 +419,7 @@ def _online(args) -> reports.Report:
         reports.Section(
             "online",
             "Per-frame mAP and mcAP (%)",
-            ("", "mAP", "mcAP"),
+            ("name", "mAP", "mcAP"),
             (("mean", 100.0 * float(ap.mean), 100.0 * float(cap.mean)),),
         )
     ]
