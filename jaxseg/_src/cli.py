@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxseg import __version__
 from jaxseg._src import report as reports
 from jaxseg._src.demo import DEMO_DIRECTORY
 from jaxseg._src.io_files import (
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate temporal action segmentation and detection results.",
         epilog=_CACHE_NOTE,
     )
+    parser.add_argument("--version", action="version", version=f"jaxseg {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate = commands.add_parser(
         "evaluate",
