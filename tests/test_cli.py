@@ -246,11 +246,23 @@ def test_plot_folder(tmp_path, capsys):
     pictures = tmp_path / "pictures"
     code, out, err = run(capsys, truth, predictions, "--plot", pictures)
     assert code == 0 and out.startswith("8 videos")
-    assert err == f"jaxseg: wrote 10 pictures to {pictures}\n"
-    names = sorted(p.name for p in pictures.iterdir())
-    assert names == ["classes.png", "confusion.png"] + [f"timeline_{v}.png" for v in sorted(videos)]
+    # one overview by default (a PNG per video made --plot 30x slower than the evaluation)
+    assert err == f"jaxseg: wrote 1 picture to {pictures}\n"
+    assert sorted(p.name for p in pictures.iterdir()) == ["overview.png"]
+    code, _, err = run(capsys, truth, predictions, "--plot", pictures, "--plot-videos", "3")
+    assert code == 0 and err == f"jaxseg: wrote 4 pictures to {pictures}\n"
+    accuracy = {v: float(np.mean(t == p)) for v, (t, p) in videos.items()}
+    worst = sorted(videos, key=lambda v: (accuracy[v], sorted(videos).index(v)))[:3]
+    timelines = sorted(p.name for p in pictures.iterdir() if p.name.startswith("timeline_"))
+    assert timelines == sorted(f"timeline_{v}.png" for v in worst)
+    code, _, err = run(capsys, truth, predictions, "--plot", pictures, "--plot-videos", "all")
+    assert code == 0 and err == f"jaxseg: wrote 9 pictures to {pictures}\n"
     for path in pictures.iterdir():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 2000
+    assert main(["evaluate", str(truth), str(predictions), "--plot-videos", "2"]) == 2
+    assert capsys.readouterr().err == (
+        "jaxseg: error: --plot-videos needs --plot DIR (the folder of the pictures)\n"
+    )
 
 
 def test_demo_command(capsys):

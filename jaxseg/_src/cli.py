@@ -96,6 +96,19 @@ def _decimals(text: str) -> int:
     return value
 
 
+def _video_count(text: str) -> int | None:
+    """A number of videos, or None for 'all'."""
+    if text == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of videos or 'all': {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
 def _level(text: str) -> float:
     try:
         value = float(text)
@@ -227,8 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--plot",
         metavar="DIR",
-        help="write PNG pictures to DIR: a timeline per video, per-class "
-        "scores, confusion matrix (needs matplotlib)",
+        help="write PNG pictures to DIR: overview.png (per-class scores and the confusion "
+        "matrix; needs matplotlib)",
+    )
+    evaluate.add_argument(
+        "--plot-videos",
+        type=_video_count,
+        default=0,
+        metavar="N",
+        help="with --plot, also a timeline_<video>.png for the N videos of lowest frame "
+        "accuracy, or for 'all' videos (default 0)",
     )
     evaluate.add_argument(
         "--ci",
@@ -477,7 +498,17 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def _write_plots(directory: Path, dataset, class_stats, background, *, quiet: bool) -> None:
+def _worst_videos(dataset, count: int | None) -> list[int]:
+    """Indices of the ``count`` videos of lowest frame accuracy (all for None), worst first,
+    ties in evaluation order."""
+    accuracy = [float(np.mean(t == p)) for t, p in zip(dataset.targets, dataset.predictions)]
+    order = sorted(range(len(accuracy)), key=lambda i: (accuracy[i], i))
+    return order if count is None else order[:count]
+
+
+def _write_plots(
+    directory: Path, dataset, class_stats, background, *, videos: int | None, quiet: bool
+) -> None:
     from jaxseg._src import plotting
 
     try:
@@ -486,25 +517,32 @@ def _write_plots(directory: Path, dataset, class_stats, background, *, quiet: bo
         reason = error.strerror or error
         raise InputError(f"{directory}: cannot create the --plot folder: {reason}") from None
     names = dataset.class_names
+    scores = {"F1": 100 * class_stats["f1_none"], "Recall": 100 * class_stats["recall_none"]}
+    figure = plotting.overview(
+        class_stats["confusion"],
+        scores,
+        class_names=names,
+        title=f"{len(dataset.names):,} videos, {len(names)} classes",
+    )
+    write_atomic(directory / "overview.png", _png(figure))
+    chosen = _worst_videos(dataset, videos)
     progress = Progress("plotting", enabled=not quiet)
-    for count, (video, target, prediction) in enumerate(
-        zip(dataset.names, dataset.targets, dataset.predictions, strict=True), start=1
-    ):
+    for count, index in enumerate(chosen, start=1):
+        video = dataset.names[index]
         figure = plotting.timeline(
-            target, prediction, class_names=names, background=background, title=video
+            dataset.targets[index],
+            dataset.predictions[index],
+            class_names=names,
+            background=background,
+            title=video,
         )
         write_atomic(directory / f"timeline_{video}.png", _png(figure))
-        progress(count, len(dataset.names))
+        progress(count, len(chosen))
     progress.close()
-    scores = {"F1": 100 * class_stats["f1_none"], "Acc": 100 * class_stats["recall_none"]}
-    figure = plotting.class_scores(names, scores, title="Per-class frame F1 and accuracy")
-    write_atomic(directory / "classes.png", _png(figure))
-    figure = plotting.confusion(
-        class_stats["confusion"], class_names=names, title="Confusion matrix (rows: ground truth)"
-    )
-    write_atomic(directory / "confusion.png", _png(figure))
     if not quiet:
-        print(f"jaxseg: wrote {len(dataset.names) + 2} pictures to {directory}", file=sys.stderr)
+        count = 1 + len(chosen)
+        plural = "picture" if count == 1 else "pictures"
+        print(f"jaxseg: wrote {count} {plural} to {directory}", file=sys.stderr)
 
 
 def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, seed: int):
@@ -528,6 +566,8 @@ def _run_evaluate(args) -> int:
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
     reports.check_output(args.output)
     reports.check_folder(args.plot, "--plot")
+    if args.plot_videos != 0 and args.plot is None:
+        raise InputError("--plot-videos needs --plot DIR (the folder of the pictures)")
     if args.plot is not None:
         from jaxseg._src import plotting
 
@@ -562,7 +602,14 @@ def _run_evaluate(args) -> int:
     )
     text = reports.render(report, args.format, decimals=args.decimals)
     if args.plot is not None:  # first: a failure here leaves no --output behind
-        _write_plots(Path(args.plot), dataset, class_stats, background, quiet=args.quiet)
+        _write_plots(
+            Path(args.plot),
+            dataset,
+            class_stats,
+            background,
+            videos=args.plot_videos,
+            quiet=args.quiet,
+        )
     reports.emit(text, args.output, quiet=args.quiet)
     return 0
 
