@@ -115,12 +115,22 @@ def add_parser(commands, add_output_arguments) -> None:
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
 def _load_json(path: Path, what: str) -> dict:
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
     if not path.is_file():
         raise InputError(f"{path}: {what} not found")
     try:
-        return json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    try:
+        return json.loads(data)  # a UTF-8 byte-order mark is accepted
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(
+            f"{path}:{line}: {what} is not UTF-8 text (invalid byte 0x{data[error.start]:02x} "
+            f"at offset {error.start})"
+        ) from None
     except json.JSONDecodeError as error:
         raise InputError(
             f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
