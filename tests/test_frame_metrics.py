@@ -256,3 +256,30 @@ def test_matches_reference(specs):
                 _close(
                     got[f"{score}_{average}"], ref.average_scores(y, p, C_MAX, score, average, m)
                 )
+
+
+def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():
+    """``int8 < 200`` compares with -56 in JAX; the range checks of top-k, retrieval, dense
+    and detection compare without wrapping, so label 100 of 200 classes stays valid."""
+    import jax.numpy as jnp
+
+    from jaxseg._src import checks
+
+    labels = jnp.array([-1, 0, 100, 127], jnp.int8)
+    assert checks.in_label_range(labels, 200).tolist() == [False, True, True, True]
+    assert checks.in_label_range(labels, 100).tolist() == [False, True, False, False]
+    assert checks.in_label_range(jnp.array([0, 255], jnp.uint8), 300).tolist() == [True, True]
+    scores = np.zeros((1, 200), np.float32)
+    scores[0, 100] = 1.0
+    assert float(M.top_k_accuracy(np.array([100], np.int8), scores, k=1)[0]) == 1.0
+    sim = np.zeros((1, 200), np.float32)
+    sim[0, 100] = 1.0
+    assert float(M.recall_at_k(sim, targets=np.array([100], np.int8), k=1)[0]) == 1.0
+    target = np.array([[100, 3]], np.int8)
+    assert float(M.pixel_accuracy(target, target, num_classes=200)) == 1.0
+    seg = np.array([[[0.0, 1.0]]], np.float32)
+    ap = M.detection_average_precision(
+        seg, np.array([[100]], np.int8), seg, np.array([[100]], np.int8), np.ones((1, 1)),
+        num_classes=200, iou_thresholds=(0.5,),
+    )  # fmt: skip
+    assert float(ap.per_class[100, 0]) == 1.0

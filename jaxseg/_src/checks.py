@@ -113,6 +113,17 @@ def _common_label_dtype(a, b):
     )
 
 
+def in_label_range(labels, upper: int) -> jnp.ndarray:
+    """bool ``labels.shape``: ``0 <= labels < upper``, compared in the labels' own dtype
+    without wrapping ``upper`` into it (``int8 < 200`` would compare with -56)."""
+    labels = jnp.asarray(labels)
+    info = jnp.iinfo(labels.dtype)
+    inside = labels >= 0
+    if upper <= info.max:
+        inside = inside & (labels < jnp.asarray(upper, labels.dtype))
+    return inside
+
+
 def same_shape(name_a: str, a, name_b: str, b) -> None:
     """Raises unless ``a`` and ``b`` have the same shape."""
     if a.shape != b.shape:

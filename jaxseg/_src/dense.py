@@ -42,7 +42,7 @@ def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_nd
 
     def index_of(labels):
         labels = labels.reshape(maps, -1)
-        known = (labels >= 0) & (labels < num_classes)
+        known = checks.in_label_range(labels, num_classes)
         return jnp.where(known, labels, num_classes).astype(jnp.int32)
 
     t, p = index_of(targets), index_of(predictions)

@@ -131,8 +131,8 @@ def match_detections(
     iou = jax.vmap(iou_fn)(pred_boxes, gt_boxes)  # [V, P, G]
     # Labels outside [0, C) name no class (a precondition inside jit; the CLI rejects them):
     # such entries are left out, as if masked, instead of aliasing onto a class.
-    gt_mask = gt_mask & (gt_labels >= 0) & (gt_labels < num_classes)
-    pred_mask = pred_mask & (pred_labels >= 0) & (pred_labels < num_classes)
+    gt_mask = gt_mask & checks.in_label_range(gt_labels, num_classes)
+    pred_mask = pred_mask & checks.in_label_range(pred_labels, num_classes)
     pred_labels = jnp.where(pred_mask, pred_labels, num_classes).astype(jnp.int32)
     gt_labels = jnp.where(gt_mask, gt_labels, 0).astype(jnp.int32)
     same = (pred_labels[:, :, None] == gt_labels[:, None, :]) & gt_mask[:, None, :]

@@ -816,7 +816,7 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     ahead = (keys < target_key) | ((keys == target_key) & (index > target))
     rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
     # a target outside [0, C) names no class: it never scores (it used to be clipped onto one)
-    known = (targets >= 0) & (targets < num_classes)
+    known = checks.in_label_range(targets, num_classes)
     rank = jnp.where(known, rank, jnp.iinfo(jnp.int32).max)
     hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
     return jnp.stack(hits, axis=-1)

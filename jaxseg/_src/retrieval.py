@@ -52,7 +52,7 @@ def _ranks(similarity, targets, mask, item_mask, ties):
         rank = higher.astype(jnp.float32) + 0.5 * tied.astype(jnp.float32)
     # A match that is no item (a target outside [0, I), or a padding item) is never
     # retrieved: rank +inf, so it is a miss at every k and adds 0 to the MRR.
-    real = (targets >= 0) & (targets < num_items)
+    real = checks.in_label_range(targets, num_items)
     if item_mask is not None:
         items = jnp.broadcast_to(item_mask[..., None, :], similarity.shape)
         real = real & jnp.take_along_axis(items, target, axis=-1)[..., 0]
