@@ -32,11 +32,19 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "shared" / "golden"
+# The reference numbers ship with the tests (tests/golden/README.md gives their source), so
+# every golden test runs on a fresh clone.
+GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
+GOLDEN_FILES = tuple(
+    f"{name}.{ext}"
+    for name in ("ap", "dense", "detection", "online", "retrieval", "segmentation")
+    for ext in ("json", "npz")
+)
 
 
 def golden_path(name: str) -> pathlib.Path:
-    """Path of a golden file; the environment variable JAXSEG_GOLDEN overrides the folder."""
+    """Path of a golden file (tests/golden); the environment variable JAXSEG_GOLDEN overrides
+    the folder."""
     return pathlib.Path(os.environ.get("JAXSEG_GOLDEN", GOLDEN)) / name
 
 

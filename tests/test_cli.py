@@ -147,12 +147,38 @@ def test_per_class_rows_equal_the_oracle(tmp_path, capsys):
     for c, row in enumerate(rows[:-1]):
         assert row["frames"] == int(np.sum(targets == c))
         assert row["predicted"] == int(np.sum(outputs == c))
-        for column, key in (("Acc", "recall"), ("Precision", "precision"), ("F1", "f1")):
+        for column, key in (("Recall", "recall"), ("Precision", "precision"), ("F1", "f1")):
             if math.isnan(oracle[key][c]):
                 assert row[column] is None  # absent class: null, left out of the mean
             else:
                 assert row[column] == pytest.approx(100 * oracle[key][c], abs=1e-4)
     assert rows[-1]["F1"] == pytest.approx(100 * np.nanmean(oracle["f1"]), abs=1e-4)
+
+
+def test_per_class_mean_leaves_out_classes_without_ground_truth(tmp_path, capsys):
+    """A class predicted but never in the ground truth has no recall (null, '-'), and the mean
+    recall is over the classes in the ground truth (mmsegmentation's mAcc; the README's
+    "absent classes NaN and excluded"). It used to count as 0 recall in the mean."""
+    videos = {
+        "a": (np.array([0, 0, 1, 1]), np.array([0, 3, 1, 1])),  # 'stir' (3) is only predicted
+        "b": (np.array([1, 1, 0]), np.array([1, 0, 0])),
+    }
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    code, out, _ = run(capsys, truth, predictions, "--per-class", "--format", "json")
+    assert code == 0
+    rows = {row["class"]: row for row in json_row(out, "per_class")}
+    assert rows["stir"]["frames"] == 0 and rows["stir"]["predicted"] == 1
+    assert rows["stir"]["Recall"] is None and rows["stir"]["Precision"] == 0.0
+    assert rows["pour"]["Recall"] is None and rows["pour"]["Precision"] is None
+    assert rows["pour"]["F1"] is None
+    assert rows["SIL"]["Recall"] == pytest.approx(100 * 2 / 3)
+    assert rows["take"]["Recall"] == pytest.approx(100 * 3 / 4)
+    assert rows["mean"]["Recall"] == pytest.approx(100 * (2 / 3 + 3 / 4) / 2)
+    assert rows["mean"]["Precision"] == pytest.approx(100 * (2 / 3 + 1 + 0) / 3)
+    _, table, _ = run(capsys, truth, predictions, "--per-class")
+    assert "'-': undefined (no ground-truth frame for Recall" in table
+    stir = next(line for line in table.splitlines() if line.startswith("stir"))
+    assert stir.split() == ["stir", "0", "1", "-", "0.00", "0.00"]
 
 
 def test_table_markdown_and_csv_agree_with_json(tmp_path, capsys):
@@ -194,7 +220,7 @@ def test_split_overlaps_and_background_options(tmp_path, capsys):
     assert [r["video"] for r in json_row(out, "per_video")] == chosen
     assert json.loads(out)["summary"]["background"] == ["SIL", "background"]
     row = json_row(out)[0]
-    assert list(row) == ["", "Acc", "Edit", "F1@30", "F1@75"]
+    assert list(row) == ["name", "Acc", "Edit", "F1@30", "F1@75"]
     expected = expected_scores(subset, (0, 4), overlaps=(0.3, 0.75))
     np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
 
@@ -220,11 +246,23 @@ def test_plot_folder(tmp_path, capsys):
     pictures = tmp_path / "pictures"
     code, out, err = run(capsys, truth, predictions, "--plot", pictures)
     assert code == 0 and out.startswith("8 videos")
-    assert err == f"jaxseg: wrote 10 pictures to {pictures}\n"
-    names = sorted(p.name for p in pictures.iterdir())
-    assert names == ["classes.png", "confusion.png"] + [f"timeline_{v}.png" for v in sorted(videos)]
+    # one overview by default (a PNG per video made --plot 30x slower than the evaluation)
+    assert err == f"jaxseg: wrote 1 picture to {pictures}\n"
+    assert sorted(p.name for p in pictures.iterdir()) == ["overview.png"]
+    code, _, err = run(capsys, truth, predictions, "--plot", pictures, "--plot-videos", "3")
+    assert code == 0 and err == f"jaxseg: wrote 4 pictures to {pictures}\n"
+    accuracy = {v: float(np.mean(t == p)) for v, (t, p) in videos.items()}
+    worst = sorted(videos, key=lambda v: (accuracy[v], sorted(videos).index(v)))[:3]
+    timelines = sorted(p.name for p in pictures.iterdir() if p.name.startswith("timeline_"))
+    assert timelines == sorted(f"timeline_{v}.png" for v in worst)
+    code, _, err = run(capsys, truth, predictions, "--plot", pictures, "--plot-videos", "all")
+    assert code == 0 and err == f"jaxseg: wrote 9 pictures to {pictures}\n"
     for path in pictures.iterdir():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 2000
+    assert main(["evaluate", str(truth), str(predictions), "--plot-videos", "2"]) == 2
+    assert capsys.readouterr().err == (
+        "jaxseg: error: --plot-videos needs --plot DIR (the folder of the pictures)\n"
+    )
 
 
 def test_demo_command(capsys):
@@ -240,7 +278,7 @@ def test_demo_command(capsys):
     assert lines[0] == f"28 videos, {frames:,} frames, 11 classes; background: background"
     assert lines[2] == "Results (%)"
     expected = [f"{v:.2f}" for v in expected_scores(videos, background=(10,))]
-    assert lines[3].split() == ["Acc", "Edit", "F1@10", "F1@25", "F1@50"]
+    assert lines[3].split() == ["name", "Acc", "Edit", "F1@10", "F1@25", "F1@50"]
     assert lines[4].split() == ["all", *expected]
 
 

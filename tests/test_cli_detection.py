@@ -90,7 +90,7 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
     assert err.startswith("jaxseg: note: 1 video(s) of the submission are not in the ground truth")
     lines = out.splitlines()
     assert lines[0].startswith("9 videos (validation), 30 ground-truth instances, 98 detections")
-    assert lines[3].split() == ["0.50", "0.75", "Avg"]
+    assert lines[3].split() == ["name", "0.50", "0.75", "Avg"]
     assert lines[4].split()[0] == "mAP"
 
 
@@ -110,6 +110,10 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
             '{"results": {"v_1": [{"segment": [0, 1], "label": "class 0", "score": "high"}]}}'),
          "'score' must be a number, got 'high'"),
         (lambda gt, sub: sub.unlink(), "submission file not found"),
+        (lambda gt, sub: (sub.unlink(), sub.mkdir()),
+         "sub.json: is a folder; the submission file must be a JSON file"),
+        (lambda gt, sub: sub.write_bytes(b'{"results":\n {"v_\xe9": []}}'),
+         "sub.json:2: submission file is not UTF-8 text (invalid byte 0xe9 at offset 17)"),
     ],
 )  # fmt: skip
 def test_bad_json_inputs(tmp_path, capsys, golden_detection, edit, message):
@@ -174,3 +178,11 @@ def test_online_bad_inputs(tmp_path, capsys):
     code, _, err = run(capsys, tmp_path / "targets.npy", tmp_path / "scores.npy", "--online",
                        "--ambiguous", "7")  # fmt: skip
     assert code == 2 and "class index 7 is outside the 3 score columns" in err
+
+
+def test_byte_order_mark_is_accepted(tmp_path, capsys, golden_detection):
+    _, arrays = golden_detection
+    truth, submission = write_activitynet(tmp_path, arrays, "006")
+    truth.write_bytes(b"\xef\xbb\xbf" + truth.read_bytes())
+    code, out, err = run(capsys, truth, submission)
+    assert code == 0 and err == "" and out.startswith("5 videos"), (err, out[:40])

@@ -109,7 +109,8 @@ def test_empty_and_binary_files(dataset, capsys):
     )
     (predictions / "a").write_bytes(b"take\n\xff\xd8\xff\xe0\n")
     assert fails(capsys, truth, predictions) == (
-        f"{predictions / 'a'}: label file is not a UTF-8 text file (invalid byte at offset 5)"
+        f"{predictions / 'a'}:2: label file is not a UTF-8 text file (invalid byte 0xff at "
+        "offset 5)"
     )
 
 
@@ -155,7 +156,7 @@ def test_output_folder_missing(dataset, capsys):
 def test_bad_arguments_exit_2_with_usage(dataset, capsys):
     _, truth, predictions = dataset
     for argv in (["--overlaps", "0"], ["--overlaps", "1.5"], ["--format", "xml"],
-                 ["--overlaps", "x"]):  # fmt: skip
+                 ["--overlaps", "x"], ["--decimals", "-1"], ["--decimals", "x"]):  # fmt: skip
         with pytest.raises(SystemExit) as exit_:
             main(["evaluate", str(truth), str(predictions), *argv])
         assert exit_.value.code == 2
@@ -191,3 +192,97 @@ def test_interrupt_is_one_line_and_status_130(dataset, capsys, monkeypatch):
     monkeypatch.setattr("jaxseg._src.cli._evaluator", interrupted)
     assert main(["evaluate", str(truth), str(predictions)]) == 130
     assert capsys.readouterr() == ("", "jaxseg: interrupted\n")
+
+
+def test_output_that_cannot_be_written(dataset, capsys, monkeypatch):
+    """A folder as --output, a read-only output folder: one line, exit 2, nothing written."""
+    root, truth, predictions = dataset
+    assert fails(capsys, truth, predictions, "--output", root) == (
+        f"{root}: is a folder; --output needs a file name"
+    )
+    target = root / "out.json"
+    real_access = os.access
+    monkeypatch.setattr(  # root may write anywhere: simulate a read-only folder
+        os, "access", lambda p, mode: False if str(p) == str(root) else real_access(p, mode)
+    )
+    assert fails(capsys, truth, predictions, "--output", target) == (
+        f"{target}: output folder {root} is not writable"
+    )
+    monkeypatch.setattr(os, "access", real_access)
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("tempfile.mkstemp", read_only)
+    assert fails(capsys, truth, predictions, "--output", target) == (
+        f"{target}: cannot write to {root}: Permission denied"
+    )
+    assert not target.exists() and not list(root.glob(".out.json.*"))
+
+
+def test_plot_folder_that_cannot_be_written(dataset, capsys, monkeypatch):
+    """--plot naming a file or a read-only folder: one line before any work, no --output."""
+    root, truth, predictions = dataset
+    output = root / "out.txt"
+    picture = root / "picture.png"
+    picture.write_bytes(b"")
+    assert fails(capsys, truth, predictions, "--plot", picture, "--output", output) == (
+        f"{picture}: is a file; --plot needs a folder"
+    )
+    assert fails(capsys, truth, predictions, "--plot", picture / "sub") == (
+        f"{picture / 'sub'}: {picture} is a file; --plot needs a folder"
+    )
+    (root / "results").mkdir()
+    output = root / "results" / "out.txt"
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: False if str(p) == str(root) else real_access(p, mode)
+    )
+    assert fails(capsys, truth, predictions, "--plot", root / "pictures", "--output", output) == (
+        f"{root / 'pictures'}: {root} is not writable"
+    )
+    assert not output.exists() and not (root / "pictures").exists()
+
+
+def test_unreadable_predictions_folder(dataset, capsys, monkeypatch):
+    _, truth, predictions = dataset
+    real_iterdir = type(predictions).iterdir
+
+    def iterdir(self):
+        if self == predictions:
+            raise PermissionError(13, "Permission denied")
+        return real_iterdir(self)
+
+    monkeypatch.setattr(type(predictions), "iterdir", iterdir)
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions}: cannot read predictions folder: Permission denied"
+    )
+
+
+@pytest.mark.parametrize("kind", ["MemoryError", "XLA"])
+def test_out_of_memory_is_one_line(dataset, capsys, monkeypatch, kind):
+    import jax
+
+    _, truth, predictions = dataset
+    output = truth.parent / "out.json"
+
+    def exhausted(*args, **kwargs):
+        if kind == "MemoryError":
+            raise MemoryError
+        raise jax.errors.JaxRuntimeError(
+            "RESOURCE_EXHAUSTED: Out of memory allocating 42949672960 bytes.\nmore detail"
+        )
+
+    monkeypatch.setattr("jaxseg._src.cli._evaluator", exhausted)
+    assert fails(capsys, truth, predictions, "--output", output).startswith("out of memory; ")
+    assert not output.exists()
+
+
+def test_ground_truth_path_that_is_a_file(dataset, capsys):
+    _, truth, predictions = dataset
+    assert fails(capsys, truth / "a.txt", predictions) == (
+        f"{truth / 'a.txt'}: is a file; the ground-truth argument must be a folder of files"
+    )
+    assert fails(capsys, truth, predictions / "a") == (
+        f"{predictions / 'a'}: is a file; the predictions argument must be a folder of files"
+    )

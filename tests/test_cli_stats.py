@@ -31,15 +31,15 @@ def test_confidence_intervals_bracket_the_estimate_and_repeat(tmp_path, capsys):
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
     argv = (truth, predictions, "--ci", "0.9", "--samples", "500", "--format", "json")
     document = run(capsys, "evaluate", *argv)
-    value, low, high = document["results"]
-    assert (low[""], high[""]) == ("90% CI low", "90% CI high")
+    (row,) = document["results"]  # bounds are columns beside each metric, not extra rows
+    assert list(row) == ["name", *(f"{c}{s}" for c in COLUMNS for s in ("", " low", " high"))]
     for column in COLUMNS:
-        assert low[column] <= value[column] <= high[column]
-        assert low[column] < high[column]  # videos differ: a real interval
+        assert row[f"{column} low"] <= row[column] <= row[f"{column} high"]
+        assert row[f"{column} low"] < row[f"{column} high"]  # videos differ: a real interval
     assert document["summary"]["confidence"] == 0.9
     assert run(capsys, "evaluate", *argv) == document  # seed 0 by default: the same intervals
-    other = run(capsys, "evaluate", *argv, "--seed", "1")["results"]
-    assert other[0] == value and other[1:] != [low, high]
+    (other,) = run(capsys, "evaluate", *argv, "--seed", "1")["results"]
+    assert all(other[c] == row[c] for c in COLUMNS) and other != row
 
 
 def test_identical_videos_give_a_zero_width_interval(tmp_path, capsys):
@@ -48,10 +48,10 @@ def test_identical_videos_give_a_zero_width_interval(tmp_path, capsys):
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
     document = run(capsys, "evaluate", truth, predictions, "--ci", "0.95", "--samples", "500",
                    "--format", "json")  # fmt: skip
-    value, low, high = document["results"]
+    (row,) = document["results"]
     for column in COLUMNS:
-        assert low[column] == pytest.approx(value[column], abs=1e-4)
-        assert high[column] == pytest.approx(value[column], abs=1e-4)
+        assert row[f"{column} low"] == pytest.approx(row[column], abs=1e-4)
+        assert row[f"{column} high"] == pytest.approx(row[column], abs=1e-4)
 
 
 def test_compare_two_models(tmp_path, capsys):
@@ -76,13 +76,13 @@ def test_compare_two_models(tmp_path, capsys):
         assert row["A"] == pytest.approx(a[column], abs=1e-4)
         assert row["B"] == pytest.approx(b[column], abs=1e-4)
         assert row["A - B"] == pytest.approx(a[column] - b[column], abs=1e-4)
-        assert row["95% CI low"] <= row["A - B"] <= row["95% CI high"]
+        assert row["low"] <= row["A - B"] <= row["high"]
         assert 0.0 <= row["p (bootstrap)"] <= 1.0 and 0.0 <= row["p (permutation)"] <= 1.0
     assert rows["Acc"]["A - B"] > 20 and rows["Acc"]["p (permutation)"] < 0.05  # clearly better
     same = run(capsys, "compare", truth, predictions_a, predictions_a, "--samples", "500",
                "--format", "json")  # fmt: skip
     for row in same["comparison"]:
-        assert row["A - B"] == row["95% CI low"] == row["95% CI high"] == 0.0
+        assert row["A - B"] == row["low"] == row["high"] == 0.0
 
 
 def test_compare_needs_the_same_videos(tmp_path, capsys):

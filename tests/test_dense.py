@@ -87,3 +87,51 @@ def test_errors_name_the_argument():
         M.dice(np.zeros((2, 2), np.int32), np.zeros((2, 2)), num_classes=2)
     with pytest.raises(TypeError, match="num_classes"):
         M.pixel_accuracy(np.zeros((2, 2), np.int32), np.zeros((2, 2), np.int32), num_classes=None)
+
+
+def _mmseg_intersect_and_union(target, pred, num_classes, ignore_index=255):
+    """mmsegmentation ``IoUMetric.intersect_and_union`` in numpy (``torch.histc`` over
+    [0, C - 1] counts only in-range values): returns (intersect, pred, label) areas."""
+    keep = target != ignore_index
+    target, pred = target[keep].astype(np.int64), pred[keep].astype(np.int64)
+
+    def histc(x):
+        x = x[(x >= 0) & (x <= num_classes - 1)]
+        return np.bincount(x, minlength=num_classes).astype(np.float64)
+
+    return histc(pred[pred == target]), histc(pred), histc(target)
+
+
+def test_labels_outside_the_classes_follow_mmsegmentation():
+    """A prediction outside [0, C) is dropped but its target pixel is kept as a miss, and a
+    target outside [0, C) (not ignore_index) drops its pixel but keeps its prediction's FP.
+    jaxseg used to drop the whole pixel (iou 1.0, pixel_accuracy 1.0 instead of 0.75)."""
+    from jaxseg import streaming
+
+    target = np.array([[0, 1], [1, 0]])
+    pred = np.array([[0, 1], [1, 5]])
+    assert float(M.pixel_accuracy(target, pred, num_classes=2)) == 0.75
+    assert float(M.iou(target, pred, num_classes=2).mean) == 0.75
+    rng = np.random.default_rng(3)
+    target = rng.integers(-2, 7, (4, 9, 9))
+    target[rng.random(target.shape) < 0.1] = 255
+    pred = rng.integers(-1, 8, (4, 9, 9))
+    acc = streaming.dense(num_classes=5, ignore_index=255)
+    state = jax.jit(acc.update)(acc.init(), target, pred)
+    result = acc.compute(state)
+    inter, area_pred, area_label = _mmseg_intersect_and_union(target, pred, 5)
+    union = area_pred + area_label - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want_iou = inter / union
+        want_dice = 2 * inter / (area_pred + area_label)
+    np.testing.assert_allclose(result["iou"], want_iou, rtol=1e-6)
+    np.testing.assert_allclose(result["dice"], want_dice, rtol=1e-6)
+    assert float(result["pixel_accuracy"]) == pytest.approx(inter.sum() / area_label.sum())
+    assert float(result["miou"]) == pytest.approx(np.nanmean(want_iou), rel=1e-6)
+    pooled = M.iou(target, pred, num_classes=5, ignore_index=255, spatial_ndim=3)
+    np.testing.assert_allclose(pooled.per_class, want_iou, rtol=1e-6)
+    assert result["confusion"].shape == (5, 5) and result["extended_confusion"].shape == (6, 6)
+    # labels are compared in their own dtype: 2**32 + 1 is outside, not class 1
+    with jax.enable_x64():
+        wide = np.array([[2**32 + 1, 1]])
+        assert float(M.pixel_accuracy(wide, np.array([[1, 1]]), num_classes=2)) == 1.0

@@ -216,3 +216,73 @@ def test_class_then_score_order_is_a_stable_sort(n):
     got = jax.jit(lambda a, b: detection._class_then_score_order(a, b, 200))(labels, scores)
     want = np.lexsort((np.arange(n), -scores.astype(np.float64) + 0.0, labels))
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def _activitynet_segment_iou(target, candidates):
+    """ActivityNet ``Evaluation/utils.py::segment_iou`` verbatim (float64, 0/0 = NaN)."""
+    tt1 = np.maximum(target[0], candidates[:, 0])
+    tt2 = np.minimum(target[1], candidates[:, 1])
+    inter = (tt2 - tt1).clip(0)
+    union = (candidates[:, 1] - candidates[:, 0]) + (target[1] - target[0]) - inter
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return inter.astype(float) / union
+
+
+def _activitynet_is_tp(pred, gts, thr):
+    """ActivityNet's matching step for one prediction against free ground truths."""
+    tiou = _activitynet_segment_iou(np.asarray(pred, np.float64), np.asarray(gts, np.float64))
+    for j in tiou.argsort()[::-1]:
+        if tiou[j] < thr:
+            return False
+        return True  # the first free one (all are free here)
+    return False
+
+
+def test_degenerate_cases_where_jaxseg_differs_from_activitynet():
+    """The two documented differences ("Where jaxseg differs" in README.md)."""
+    # 1. A zero-length prediction on a zero-length ground truth: NaN tIoU in ActivityNet,
+    #    which passes `tiou < thr` and is a TP; here 0/0 is tIoU 0, a false positive.
+    point = np.array([5.0, 5.0], np.float32)
+    assert _activitynet_is_tp(point, [point], 0.5)
+    assert float(M.temporal_iou(point[None], point[None])[0, 0]) == 0.0
+    result = _detection(*to_tables([(0, point, 0)], [(0, point, 0, 0.9)]), (0.5,))
+    assert float(result.per_class[0, 0]) == 0.0
+    # 2. A tIoU of exactly 0.3 on the float64 linspace threshold 0.30000000000000004: below
+    #    it in ActivityNet (FP), on it here (thresholds and IoUs are float32).
+    threshold = float(np.linspace(0.1, 0.5, 5)[2])
+    assert threshold == 0.30000000000000004
+    gt, pred = np.array([0.0, 10.0], np.float32), np.array([0.0, 3.0], np.float32)
+    assert not _activitynet_is_tp(pred, [gt], threshold)
+    assert _activitynet_is_tp(pred, [gt], 0.3)
+    result = _detection(*to_tables([(0, gt, 0)], [(0, pred, 0, 0.9)]), (threshold,))
+    assert float(result.per_class[0, 0]) == 1.0
+
+
+def test_labels_outside_the_classes_and_inverted_intervals_never_count():
+    """Inside jit a label outside [0, C) is left out as if masked (it used to alias: -1 read
+    the last class's tables, and a label >= C corrupted the sort); an inverted interval has
+    IoU <= 0 and never matches. The CLI rejects both (test_cli_detection)."""
+    seg = np.array([0.0, 10.0], np.float32)
+    clean = _detection(*to_tables([(0, seg, 1)], [(0, seg, 1, 0.9)]), (0.5,))
+    for bad_pred_label in (-1, C, C + 5, 2**20):
+        tables = to_tables([(0, seg, 1)], [(0, seg, 1, 0.9), (0, seg, bad_pred_label, 0.95)])
+        result = _detection(*tables, (0.5,))
+        np.testing.assert_array_equal(result.per_class, clean.per_class)
+    for bad_gt_label in (-1, C, C + 5):
+        tables = to_tables([(0, seg, 1), (0, seg, bad_gt_label)], [(0, seg, 1, 0.9)])
+        np.testing.assert_array_equal(_detection(*tables, (0.5,)).per_class, clean.per_class)
+    inverted = np.array([10.0, 0.0], np.float32)
+    assert float(M.temporal_iou(inverted[None], seg[None])[0, 0]) <= 0.0
+    assert float(M.temporal_iou(inverted[None], inverted[None])[0, 0]) <= 0.0
+    result = _detection(*to_tables([(0, seg, 1)], [(0, inverted, 1, 0.9)]), (0.5,))
+    assert float(result.per_class[1, 0]) == 0.0
+
+
+def test_readme_lists_the_detection_differences():
+    import pathlib
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    differs = readme.split("## Where jaxseg differs", 1)[1].split("\n## ", 1)[0]
+    assert "zero-length prediction on a zero-length ground truth" in differs
+    assert "0.30000000000000004" in differs
+    assert "labels outside [0, C)" in differs

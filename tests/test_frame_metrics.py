@@ -169,6 +169,31 @@ def test_any_integer_dtype():
     assert float(jax.jit(M.accuracy)(y, p)) == pytest.approx(3 / 5)
 
 
+def test_labels_beyond_int32_are_never_truncated():
+    """64-bit labels JAX would store in 32 bits raise instead of wrapping onto a real label
+    (2**32 + 1 used to score as label 1); where JAX can hold them they compare exactly."""
+    import jax.numpy as jnp
+
+    from jaxseg import streaming
+
+    for targets in ([2**32 + 1], np.array([2**32 + 1]), np.array([-(2**40)], np.int64)):
+        with pytest.raises(ValueError, match=r"targets holds label .* outside the int32 range"):
+            M.accuracy(targets, [1])
+    with pytest.raises(ValueError, match="predictions holds label"):
+        M.confusion_matrix([1], np.array([2**32 + 1], np.uint64), num_classes=3)
+    acc = streaming.frame_metrics(num_classes=3)
+    with pytest.raises(ValueError, match="targets holds label"):
+        acc.update(acc.init(), np.array([[2**32 + 1]]), np.array([[1]]))
+    # In range, 64-bit and 32-bit host labels mix freely.
+    assert float(M.accuracy(np.array([3, 2**31 - 1], np.int64), np.array([3, 0], np.uint32))) == 0.5
+    # Traced uint32 against signed labels has no exact 32-bit dtype: refused, not wrapped.
+    with pytest.raises(TypeError, match="no common integer dtype"):
+        jax.jit(M.accuracy)(jnp.array([2**31], jnp.uint32), jnp.array([-(2**31)], jnp.int32))
+    with jax.enable_x64():
+        assert float(M.accuracy(np.array([2**32 + 1]), np.array([1], np.int32))) == 0.0
+        assert float(M.accuracy(jnp.array([2**32 + 1]), jnp.array([2**32 + 1]))) == 1.0
+
+
 def test_errors_name_the_argument():
     y = np.array([0, 1, 2], np.int32)
     with pytest.raises(TypeError, match="targets"):
@@ -231,3 +256,30 @@ def test_matches_reference(specs):
                 _close(
                     got[f"{score}_{average}"], ref.average_scores(y, p, C_MAX, score, average, m)
                 )
+
+
+def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():
+    """``int8 < 200`` compares with -56 in JAX; the range checks of top-k, retrieval, dense
+    and detection compare without wrapping, so label 100 of 200 classes stays valid."""
+    import jax.numpy as jnp
+
+    from jaxseg._src import checks
+
+    labels = jnp.array([-1, 0, 100, 127], jnp.int8)
+    assert checks.in_label_range(labels, 200).tolist() == [False, True, True, True]
+    assert checks.in_label_range(labels, 100).tolist() == [False, True, False, False]
+    assert checks.in_label_range(jnp.array([0, 255], jnp.uint8), 300).tolist() == [True, True]
+    scores = np.zeros((1, 200), np.float32)
+    scores[0, 100] = 1.0
+    assert float(M.top_k_accuracy(np.array([100], np.int8), scores, k=1)[0]) == 1.0
+    sim = np.zeros((1, 200), np.float32)
+    sim[0, 100] = 1.0
+    assert float(M.recall_at_k(sim, targets=np.array([100], np.int8), k=1)[0]) == 1.0
+    target = np.array([[100, 3]], np.int8)
+    assert float(M.pixel_accuracy(target, target, num_classes=200)) == 1.0
+    seg = np.array([[[0.0, 1.0]]], np.float32)
+    ap = M.detection_average_precision(
+        seg, np.array([[100]], np.int8), seg, np.array([[100]], np.int8), np.ones((1, 1)),
+        num_classes=200, iou_thresholds=(0.5,),
+    )  # fmt: skip
+    assert float(ap.per_class[100, 0]) == 1.0

@@ -54,7 +54,7 @@ def test_mapping_missing_and_not_utf8(tmp_path):
         io.read_mapping(tmp_path / "nope.txt")
     path = tmp_path / "mapping.txt"
     path.write_bytes(b"0 take\n1 \xff\xfe\n")
-    with pytest.raises(io.InputError, match="not a UTF-8 text file"):
+    with pytest.raises(io.InputError, match=r":2: mapping file is not a UTF-8 text file \(invali"):
         io.read_mapping(path)
 
 
@@ -92,20 +92,23 @@ def test_unknown_label_names_line_and_frame(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "empty file (no labels)"),
-        (b" \n\n\t\n", "empty file (no labels)"),
-        (b"### Frame level recognition: ###\n", "empty file (no labels)"),
-        (b"### Frame level recognition: ###", "empty file (no labels)"),
-        (b"take\n\x00\x01\x02take\n", "label file is not a text file (NUL byte at offset 5)"),
-        (b"take\n\x89PNG\xff\n", "label file is not a UTF-8 text file (invalid byte at offset 5)"),
+        (b"", ": empty file (no labels)"),
+        (b" \n\n\t\n", ": empty file (no labels)"),
+        (b"### Frame level recognition: ###\n", ": empty file (no labels)"),
+        (b"### Frame level recognition: ###", ": empty file (no labels)"),
+        (b"take\n\x00\x01\x02take\n", ": label file is not a text file (NUL byte at offset 5)"),
+        (b"take\n\x89PNG\xff\n",
+         ":2: label file is not a UTF-8 text file (invalid byte 0x89 at offset 5)"),
+        (b"### Frame level recognition: ###\ntake take\ntake \xe9\n",
+         ":3: label file is not a UTF-8 text file (invalid byte 0xe9 at offset 48)"),
     ],
-)
+)  # fmt: skip
 def test_empty_and_binary_label_files(tmp_path, content, message):
     path = tmp_path / "v.txt"
     path.write_bytes(content)
     with pytest.raises(io.InputError) as error:
         io.read_label_text(path, INDEX)
-    assert str(error.value) == f"{path}: {message}"
+    assert str(error.value) == f"{path}{message}"
 
 
 def test_label_arrays(tmp_path):
@@ -351,7 +354,7 @@ def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(io.InputError, match=f"{path}: cannot write: disk full"):
         write_atomic(path, "third")
     assert path.read_text() == "second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
@@ -364,3 +367,41 @@ def test_mapping_is_found_above_the_ground_truth_folder(tmp_path):
     assert find_mapping(tmp_path / "groundTruth") is None
     write_mapping(tmp_path / "mapping.txt", NAMES)
     assert find_mapping(tmp_path / "groundTruth") == tmp_path / "mapping.txt"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_get_the_umask_mode(tmp_path, umask):
+    """The temporary file's 0600 used to survive the rename: output was -rw------- always."""
+    previous = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "new.json", "x")
+        write_atomic(tmp_path / "new.json", "y")  # a rewrite too
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_byte_order_marks_are_not_labels(tmp_path):
+    """A UTF-8 BOM (Windows editors) used to make the first label unknown."""
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "mapping.txt").write_bytes(bom + b"0 take\n1 open\n2 pour\n3 background\n")
+    assert io.read_mapping(tmp_path / "mapping.txt") == NAMES
+    (tmp_path / "v.txt").write_bytes(bom + b"take\nopen\n")
+    assert io.read_label_text(tmp_path / "v.txt", INDEX).tolist() == [0, 1]
+    (tmp_path / "r").write_bytes(bom + b"### Frame level recognition: ###\npour take\n")
+    assert io.read_label_text(tmp_path / "r", INDEX).tolist() == [2, 0]
+    (tmp_path / "s.bundle").write_bytes(bom + b"v.txt\n")
+    assert io.read_split(tmp_path / "s.bundle") == ("v",)
+
+
+def test_non_label_files_beside_the_videos_are_ignored(tmp_path):
+    """README.md or results.json in a predictions folder are no videos (they used to be
+    'predictions without ground truth'); label-like names without a partner still are."""
+    truth, predictions = write_dataset(tmp_path, {"a": ([0, 1], [0, 1])}, NAMES)
+    for name in ("README.md", "results.json", "log.csv"):
+        (predictions / name).write_text("not labels\n")
+    (truth / "notes.md").write_text("notes\n")
+    assert [name for name, _, _ in pair_files(truth, predictions, None)] == ["a"]
+    (predictions / "b").write_text("take\n")
+    with pytest.raises(io.InputError, match=r"1 prediction\(s\) without ground truth .*: b$"):
+        pair_files(truth, predictions, None)

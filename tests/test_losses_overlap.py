@@ -264,3 +264,39 @@ def test_lovasz_ranks_only_the_errors_up_to_the_last_foreground_exactly(ranked):
         assert counts[r] == np.flatnonzero(foreground[r][order])[-1] + 1
     assert counts[0] == ranked and counts[1:].max() < ranked
     _check_lovasz_rows(errors, foreground)
+
+
+_CONFIDENT_LOSSES = {
+    "jaccard": losses.soft_jaccard_loss,
+    "dice": losses.soft_dice_loss,
+    "dice_squared": lambda x, y, **kw: losses.soft_dice_loss(x, y, form="squared", **kw),
+    "tversky": losses.tversky_loss,
+    "tversky_beta0": lambda x, y, **kw: losses.tversky_loss(x, y, alpha=0.7, beta=0.0, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CONFIDENT_LOSSES))
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16, jnp.float16])
+def test_confident_correct_predictions_have_finite_gradients(name, dtype):
+    """Logits ``[[0, -45]]`` with label 0 gave NaN gradients: the absent class's denominator
+    (~1e-20) squared underflows in the gradient of the ratio. Any finite logits, any dtype."""
+    margins = [5.0, 20.0, 45.0, 60.0, 80.0, 100.0, 104.0, 200.0, 6e4]
+    rows = []
+    for m in margins:
+        rows += [[[0.0, -m], [0.0, -m]], [[m, -m], [m, -m]], [[0.0, -m], [-m, 0.0]]]
+    logits = jnp.asarray(np.array(rows, np.float32), dtype)  # [B, 2, 2]
+    labels = jnp.asarray(np.tile([[0, 0], [0, 0], [0, 1]], (len(margins), 1)))
+    for classes in ("present", "all"):
+        for smooth in (0.0, 1e-30, 1.0):
+
+            def total(x, classes=classes, smooth=smooth):
+                fn = _CONFIDENT_LOSSES[name]
+                return jnp.sum(fn(x, labels, classes=classes, smooth=smooth))
+
+            value, grad = jax.value_and_grad(total)(logits)
+            assert np.isfinite(float(value)), (classes, smooth)
+            grad = np.asarray(grad, np.float32)
+            assert np.all(np.isfinite(grad)), (classes, smooth, np.argwhere(~np.isfinite(grad)))
+    # The value is unchanged: a confident correct prediction scores (almost) no loss.
+    confident = jnp.asarray([[[0.0, -45.0]]], dtype)
+    assert float(_CONFIDENT_LOSSES[name](confident, jnp.array([[0]]))[0]) < 1e-3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import sys
 
@@ -75,7 +76,7 @@ def test_class_scores_and_confusion(tmp_path):
     assert len(_colors(tmp_path / "bars.png")) > 10
     matrix = np.array([[5, 1, 0], [0, 0, 0], [2, 0, 9]])
     figure = plot.confusion(matrix, class_names=NAMES[:3], path=tmp_path / "cm.png", dpi=40)
-    assert _png_size(tmp_path / "cm.png") == (320, 280)
+    assert _png_size(tmp_path / "cm.png") == (340, 280)  # 7 x 7 inches and a colour bar
     texts = sorted(t.get_text() for t in figure.axes[0].texts)
     assert texts == sorted(["83", "17", "18", "82"])  # row-normalised percentages
 
@@ -84,3 +85,54 @@ def test_missing_matplotlib_gives_an_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install 'jaxseg\[plot\]'"):
         plot.class_colors(3)
+
+
+def _extents(figure, texts):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    shown = [t for t in texts if not hasattr(t, "get_text") or t.get_text()]
+    return [t.get_window_extent(renderer) for t in shown]
+
+
+def _no_overlap(boxes, axis):
+    """Neighbouring boxes along ``axis`` (0 = x, 1 = y) do not overlap."""
+    spans = sorted((b.x0, b.x1) if axis == 0 else (b.y0, b.y1) for b in boxes)
+    return all(end <= start + 0.01 for (_, end), (start, _) in itertools.pairwise(spans))
+
+
+@pytest.mark.parametrize("num_classes", [48, 200])
+def test_overview_labels_stay_readable(num_classes):
+    """At 48 classes the confusion-matrix labels used to overlap and the bar chart's legend
+    covered bars. Every class label is drawn at 7 points without touching its neighbours,
+    inside the picture, and the legend sits outside the bars."""
+    rng = np.random.default_rng(num_classes)
+    names = [f"action_{i:03d}_long_name" for i in range(num_classes)]
+    matrix = rng.integers(0, 50, (num_classes, num_classes)) + 200 * np.eye(num_classes, dtype=int)
+    scores = {"F1": rng.uniform(0, 100, num_classes), "Recall": rng.uniform(90, 100, num_classes)}
+    figure = plot.overview(matrix, scores, class_names=names, dpi=30)
+    bars, heatmap = figure.axes[0], figure.axes[1]
+    width, height = figure.bbox.width, figure.bbox.height
+    heatmap_labels = [heatmap.get_xticklabels(), heatmap.get_yticklabels()]
+    for axes, axis_labels in ((bars, [bars.get_xticklabels()]), (heatmap, heatmap_labels)):
+        for number, labels in enumerate(axis_labels):
+            assert len(labels) == num_classes
+            assert all(label.get_fontsize() >= 7 for label in labels)
+            boxes = _extents(figure, labels)
+            assert _no_overlap(boxes, 0 if number == 0 else 1), (axes.get_title(), number)
+            assert all(b.x0 >= -1 and b.y0 >= -1 and b.x1 <= width + 1 and b.y1 <= height + 1
+                       for b in boxes)  # fmt: skip
+    (legend_box,) = _extents(figure, [bars.get_legend()])
+    plot_area = bars.get_window_extent()
+    assert legend_box.y0 >= plot_area.y1 - 1  # above the axes: it covers no bar
+
+
+def test_class_scores_legend_is_outside_the_bars():
+    names = [f"class {i}" for i in range(48)]
+    full = {"F1": np.full(48, 100.0), "Acc": np.full(48, 100.0)}
+    figure = plot.class_scores(names, full, dpi=30)
+    (legend_box,) = _extents(figure, [figure.axes[0].get_legend()])
+    assert legend_box.y0 >= figure.axes[0].get_window_extent().y1 - 1
+    assert _no_overlap(_extents(figure, figure.axes[0].get_xticklabels()), 0)

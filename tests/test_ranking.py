@@ -519,3 +519,15 @@ def test_ap_and_cap_with_pairs_of_tied_scores():
         sk = skm.average_precision_score(targets[r], scores[r])
         assert abs(got[r] - sk) <= 1e-6 and abs(got[r] - ref.step_ap(targets[r], scores[r])) <= 1e-6
         assert abs(float(cap.per_class[0, r]) - ref.calibrated_ap(targets[r], scores[r])) <= 1e-6
+
+
+def test_top_k_targets_outside_the_classes_never_score():
+    """Target -1 used to be clipped onto class 0 (and 7 of 3 onto class 2) and scored as hits."""
+    from jaxseg import streaming
+
+    scores = np.array([[0.9, 0.1, 0.0], [0.1, 0.8, 0.1], [0.0, 0.1, 0.9]], np.float32)
+    targets = np.array([-1, 1, 7])
+    np.testing.assert_allclose(M.top_k_accuracy(targets, scores, k=(1, 3, 5)), [1 / 3] * 3)
+    acc = streaming.top_k(k=(1, 3))
+    state = jax.jit(acc.update)(acc.init(), targets, scores)
+    np.testing.assert_allclose(acc.compute(state)["accuracy"], [1 / 3] * 2)

@@ -92,3 +92,26 @@ def test_errors_name_the_argument():
         M.recall_at_k(np.eye(3), k=(0,))
     with pytest.raises(ValueError, match="Q <= I"):
         M.median_rank(np.ones((4, 3)))
+
+
+def test_matches_that_are_no_item_are_never_retrieved():
+    """A target outside [0, I) (or on a padding item) is a miss: rank +inf, reciprocal rank 0.
+
+    Target 7 of 3 items used to be clipped onto item 2 and scored R@1 = 1.0.
+    """
+    from jaxseg import streaming
+
+    sim = np.eye(3, dtype=np.float32)
+    targets = np.array([7, 1, 2])
+    np.testing.assert_array_equal(M.retrieval_ranks(sim, targets=targets), [np.inf, 0, 0])
+    np.testing.assert_allclose(M.recall_at_k(sim, targets=targets, k=(1, 3)), [2 / 3, 2 / 3])
+    assert float(M.mean_reciprocal_rank(sim, targets=targets)) == pytest.approx(2 / 3)
+    assert float(M.mean_rank(sim, targets=targets)) == np.inf
+    assert float(M.recall_at_k(np.eye(1, dtype=np.float32), targets=[-1], k=1)[0]) == 0.0
+    padded_item = np.array([True, True, False])
+    np.testing.assert_allclose(M.recall_at_k(sim, item_mask=padded_item, k=(1,)), [2 / 3])
+    acc = streaming.retrieval(num_items=3, k=(1, 3))
+    result = acc.compute(jax.jit(acc.update)(acc.init(), sim, targets=targets))
+    np.testing.assert_allclose(result["recall"], [2 / 3, 2 / 3])
+    assert float(result["mean_reciprocal_rank"]) == pytest.approx(2 / 3)
+    assert float(result["mean_rank"]) == np.inf and float(result["median_rank"]) == 1.0

@@ -333,3 +333,44 @@ def test_labels_outside_the_classes_are_reported_not_aliased():
     assert float(result["out_of_range"]) == 2
     assert np.isnan(float(result["accuracy"])) and np.all(np.isnan(result["class_accuracy"]))
     assert float(result["confusion"].sum()) == 1  # only the in-range frame is counted
+
+
+def test_accumulator_is_four_functions_and_compute_is_one_program(caplog):
+    """No NamedTuple `count`/`index` on an accumulator; compute compiles one program (shared
+    by accumulators with the same arguments) instead of one per operation."""
+    import logging
+
+    import jax.numpy as jnp
+
+    from jaxseg import streaming
+
+    acc = streaming.segmentation(num_classes=5, background=(0,), overlaps=(0.1, 0.4))
+    assert not hasattr(acc, "count") and not hasattr(acc, "index")
+    init, update, merge, compute = acc  # still unpacks like the tuple it was
+    assert compute is acc.compute and merge is acc.merge
+    state = jax.jit(update)(init(), jnp.array([[0, 1, 1, 2, 4]]), jnp.array([[0, 1, 2, 2, 3]]))
+    jax.block_until_ready(state)
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        first = acc.compute(state)
+        jax.block_until_ready(first)
+    compiled = [r for r in caplog.records if "Compiling" in r.getMessage()]
+    assert len(compiled) == 1, [r.getMessage()[:80] for r in compiled]
+    caplog.clear()
+    again = streaming.segmentation(num_classes=5, background=(0,), overlaps=(0.1, 0.4))
+    with caplog.at_level(logging.WARNING), jax.log_compiles():
+        second = again.compute(state)
+        jax.block_until_ready(second)
+    assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
+    np.testing.assert_array_equal(first["f1"], second["f1"])
+    other = streaming.segmentation(num_classes=6, background=(0,), overlaps=(0.1, 0.4))
+    assert other.compute is not acc.compute  # other static arguments: another program
+
+
+def test_command_prints_its_version(capsys):
+    import jaxseg
+    from jaxseg._src.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"jaxseg {jaxseg.__version__}\n"

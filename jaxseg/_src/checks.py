@@ -15,8 +15,42 @@ import jax.numpy as jnp
 import numpy as np
 
 
+def _host_labels(name: str, value):
+    """Host data (a list, a numpy array) as JAX would hold it, refusing to truncate a label.
+
+    Without ``jax_enable_x64`` JAX stores 64-bit integers in 32 bits and would wrap a label
+    such as ``2**32 + 1`` onto ``1``. Host data is already on the host, so its values are
+    checked here (never a traced or device array: that would be a host sync). Labels that fit
+    int32 are given as int32, so mixing say uint32 and int32 host arrays compares exactly.
+    """
+    host = np.asarray(value)
+    if host.dtype.kind not in "iu" or host.dtype.itemsize < 4:
+        return value
+    if host.dtype == np.int32:
+        return host
+    small = host.size == 0 or (host.min() >= -(2**31) and host.max() < 2**31)
+    if small:
+        return host.astype(np.int32)
+    if jax.dtypes.canonicalize_dtype(host.dtype) != host.dtype:
+        bad = host.max() if host.max() >= 2**31 else host.min()
+        narrow = jax.dtypes.canonicalize_dtype(host.dtype)
+        raise ValueError(
+            f"{name} holds label {int(bad)}, outside the {narrow} range JAX stores "
+            f"{host.dtype} in without jax_enable_x64; it would be truncated "
+            "onto another label. Relabel to int32 (e.g. np.unique(..., return_inverse=True)) "
+            "or enable jax_enable_x64."
+        )
+    return host
+
+
 def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
-    """Returns ``value`` as an integer array, checking its dtype and rank."""
+    """Returns ``value`` as an integer array, checking its dtype and rank.
+
+    Host labels (lists, numpy arrays) that the array would truncate (64-bit labels beyond
+    int32 without ``jax_enable_x64``) raise ``ValueError``.
+    """
+    if not isinstance(value, jax.Array):
+        value = _host_labels(name, value)
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise TypeError(f"{name} must hold integer labels, got dtype {value.dtype}.")
@@ -39,18 +73,55 @@ def as_float(name: str, value, *, min_ndim: int = 0) -> jnp.ndarray:
     return value
 
 
-def label_pair(targets, predictions):
+def label_pair(targets, predictions, *, bits: int = 64):
     """Validates two label arrays of one shape; returns them with one integer dtype.
 
-    Labels of different integer dtypes (say uint8 targets, int32 predictions) are both cast
-    to int32; labels must then lie in the int32 range.
+    Labels of different integer dtypes (say uint8 targets, int32 predictions) are cast to a
+    dtype that holds both exactly: int32 when both fit, else uint32 or int64. A pair with no
+    such dtype (traced uint32 with signed labels without ``jax_enable_x64``, uint64 with
+    signed) raises ``TypeError`` instead of comparing wrapped values. A kernel that holds
+    labels in 32 bits passes ``bits=32``: 64-bit labels (possible only with
+    ``jax_enable_x64``) then raise ``TypeError`` instead of being truncated.
     """
     targets = as_int_labels("targets", targets)
     predictions = as_int_labels("predictions", predictions)
     same_shape("targets", targets, "predictions", predictions)
     if targets.dtype != predictions.dtype:
-        targets, predictions = targets.astype(jnp.int32), predictions.astype(jnp.int32)
+        common = _common_label_dtype(targets.dtype, predictions.dtype)
+        targets, predictions = targets.astype(common), predictions.astype(common)
+    if 8 * targets.dtype.itemsize > bits:
+        raise TypeError(
+            f"targets and predictions must be integer labels of at most {bits} bits here, got "
+            f"{targets.dtype}; relabel to int32 (e.g. np.unique(..., return_inverse=True))."
+        )
     return targets, predictions
+
+
+def _common_label_dtype(a, b):
+    """The integer dtype that holds every value of dtypes ``a`` and ``b`` (see label_pair)."""
+    both = np.promote_types(a, b)
+    if both.kind == "i" and both.itemsize <= 4:
+        return jnp.int32
+    if both.kind == "u" and both.itemsize <= 4:
+        return jnp.uint32 if both.itemsize == 4 else jnp.int32
+    if both.kind in "iu" and jax.dtypes.canonicalize_dtype(both) == both:
+        return both
+    raise TypeError(
+        f"targets ({a}) and predictions ({b}) have no common integer dtype that holds both "
+        "exactly (without jax_enable_x64 JAX has no int64); give both the same dtype, e.g. "
+        "int32."
+    )
+
+
+def in_label_range(labels, upper: int) -> jnp.ndarray:
+    """bool ``labels.shape``: ``0 <= labels < upper``, compared in the labels' own dtype
+    without wrapping ``upper`` into it (``int8 < 200`` would compare with -56)."""
+    labels = jnp.asarray(labels)
+    info = jnp.iinfo(labels.dtype)
+    inside = labels >= 0
+    if upper <= info.max:
+        inside = inside & (labels < jnp.asarray(upper, labels.dtype))
+    return inside
 
 
 def same_shape(name_a: str, a, name_b: str, b) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxseg import __version__
 from jaxseg._src import report as reports
 from jaxseg._src.demo import DEMO_DIRECTORY
 from jaxseg._src.io_files import (
@@ -84,6 +86,29 @@ def _positive(text: str) -> int:
     return value
 
 
+def _decimals(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= 15:
+        raise argparse.ArgumentTypeError(f"must be in 0..15, got {text}")
+    return value
+
+
+def _video_count(text: str) -> int | None:
+    """A number of videos, or None for 'all'."""
+    if text == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of videos or 'all': {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
 def _level(text: str) -> float:
     try:
         value = float(text)
@@ -100,7 +125,7 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--decimals",
-        type=int,
+        type=_decimals,
         default=2,
         metavar="N",
         help="decimals of the percentages in table/markdown output (default 2; "
@@ -176,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate temporal action segmentation and detection results.",
         epilog=_CACHE_NOTE,
     )
+    parser.add_argument("--version", action="version", version=f"jaxseg {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     evaluate = commands.add_parser(
         "evaluate",
@@ -214,8 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--plot",
         metavar="DIR",
-        help="write PNG pictures to DIR: a timeline per video, per-class "
-        "scores, confusion matrix (needs matplotlib)",
+        help="write PNG pictures to DIR: overview.png (per-class scores and the confusion "
+        "matrix; needs matplotlib)",
+    )
+    evaluate.add_argument(
+        "--plot-videos",
+        type=_video_count,
+        default=0,
+        metavar="N",
+        help="with --plot, also a timeline_<video>.png for the N videos of lowest frame "
+        "accuracy, or for 'all' videos (default 0)",
     )
     evaluate.add_argument(
         "--ci",
@@ -365,17 +399,24 @@ def _segmentation_report(
     dataset, evaluator, class_stats, *, background, overlaps, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
-    f1_columns = [reports.overlap_column(tau) for tau in overlaps]
-    columns = ("", "Acc", "Edit", *f1_columns)
+    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in overlaps)]
     values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in overlaps)]
-    rows = [("all", *(_percent(v) for v in values))]
-    if intervals is not None:
-        level = f"{100 * intervals['confidence']:g}%"
+    if intervals is None:
+        columns = ("name", *metrics)
+        row = ("all", *(_percent(v) for v in values))
+        title = "Results (%)"
+    else:  # each metric's interval as two columns beside it: one row, one schema
         keys = ["accuracy", "edit", *(("f1", tau) for tau in overlaps)]
-        for side, bound in ((0, "low"), (1, "high")):
-            bounds = [_lookup(intervals, key)[side] for key in keys]
-            rows.append((f"{level} CI {bound}", *(_percent(v) for v in bounds)))
-    sections = [reports.Section("results", "Results (%)", columns, tuple(rows))]
+        columns, row = ["name"], ["all"]
+        for metric, key, value in zip(metrics, keys, values, strict=True):
+            low, high = _lookup(intervals, key)
+            columns += [metric, f"{metric} low", f"{metric} high"]
+            row += [_percent(value), _percent(low), _percent(high)]
+        columns, row = tuple(columns), tuple(row)
+        level = f"{100 * intervals['confidence']:g}%"
+        title = f"Results (%; low / high: {level} percentile-bootstrap interval over videos)"
+    sections = [reports.Section("results", title, columns, (row,))]
+    columns = ("name", *metrics)
     if per_video:
         by_name = {row["name"]: row for row in evaluator.per_video()}
         video_rows = []
@@ -396,36 +437,7 @@ def _segmentation_report(
             )
         )
     if class_stats is not None:
-        confusion = class_stats["confusion"]
-        class_rows = [
-            (
-                name,
-                int(confusion[c].sum()),
-                int(confusion[:, c].sum()),
-                _percent(class_stats["recall_none"][c]),
-                _percent(class_stats["precision_none"][c]),
-                _percent(class_stats["f1_none"][c]),
-            )
-            for c, name in enumerate(dataset.class_names)
-        ]
-        class_rows.append(
-            (
-                "mean",
-                int(confusion.sum()),
-                int(confusion.sum()),
-                _percent(class_stats["recall_macro"]),
-                _percent(class_stats["precision_macro"]),
-                _percent(class_stats["f1_macro"]),
-            )
-        )
-        sections.append(
-            reports.Section(
-                "per_class",
-                "Per class (%, frame level)",
-                ("class", "frames", "predicted", "Acc", "Precision", "F1"),
-                tuple(class_rows),
-            )
-        )
+        sections.append(_class_section(dataset.class_names, class_stats["confusion"]))
     background_names = [dataset.class_names[i] for i in background]
     summary = {
         "videos": len(dataset.names),
@@ -444,36 +456,94 @@ def _segmentation_report(
     return reports.Report(text, summary, tuple(sections))
 
 
+def _class_section(class_names, confusion) -> reports.Section:
+    """Per-class frame recall (class accuracy), precision and F1 from the pooled confusion.
+
+    As mmsegmentation's mAcc / mFscore: a ratio whose denominator is 0 is undefined ("-",
+    null), not 0: the recall of a class without ground-truth frames, the precision of a class
+    never predicted, the F1 of a class in neither. A mean is over the classes where the value
+    is defined (so mean recall is over the classes in the ground truth).
+    """
+    confusion = np.asarray(confusion, np.int64)
+    tp = np.diagonal(confusion).astype(np.float64)
+    frames, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+
+    def ratio(numerator, denominator):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
+
+    scores = (ratio(tp, frames), ratio(tp, predicted), ratio(2 * tp, frames + predicted))
+    rows = [
+        (name, int(frames[c]), int(predicted[c]), *(_percent(s[c]) for s in scores))
+        for c, name in enumerate(class_names)
+    ]
+
+    def mean(values):
+        defined = values[~np.isnan(values)]
+        return float(defined.mean()) if defined.size else math.nan
+
+    totals = (int(frames.sum()), int(predicted.sum()))
+    rows.append(("mean", *totals, *(_percent(mean(s)) for s in scores)))
+    return reports.Section(
+        "per_class",
+        "Per class (%, frame level; '-': undefined (no ground-truth frame for Recall, none "
+        "predicted for Precision), left out of the mean)",
+        ("class", "frames", "predicted", "Recall", "Precision", "F1"),
+        tuple(rows),
+    )
+
+
 def _png(figure) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=figure.dpi)
     return buffer.getvalue()
 
 
-def _write_plots(directory: Path, dataset, class_stats, background, *, quiet: bool) -> None:
+def _worst_videos(dataset, count: int | None) -> list[int]:
+    """Indices of the ``count`` videos of lowest frame accuracy (all for None), worst first,
+    ties in evaluation order."""
+    accuracy = [float(np.mean(t == p)) for t, p in zip(dataset.targets, dataset.predictions)]
+    order = sorted(range(len(accuracy)), key=lambda i: (accuracy[i], i))
+    return order if count is None else order[:count]
+
+
+def _write_plots(
+    directory: Path, dataset, class_stats, background, *, videos: int | None, quiet: bool
+) -> None:
     from jaxseg._src import plotting
 
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or error
+        raise InputError(f"{directory}: cannot create the --plot folder: {reason}") from None
     names = dataset.class_names
+    scores = {"F1": 100 * class_stats["f1_none"], "Recall": 100 * class_stats["recall_none"]}
+    figure = plotting.overview(
+        class_stats["confusion"],
+        scores,
+        class_names=names,
+        title=f"{len(dataset.names):,} videos, {len(names)} classes",
+    )
+    write_atomic(directory / "overview.png", _png(figure))
+    chosen = _worst_videos(dataset, videos)
     progress = Progress("plotting", enabled=not quiet)
-    for count, (video, target, prediction) in enumerate(
-        zip(dataset.names, dataset.targets, dataset.predictions, strict=True), start=1
-    ):
+    for count, index in enumerate(chosen, start=1):
+        video = dataset.names[index]
         figure = plotting.timeline(
-            target, prediction, class_names=names, background=background, title=video
+            dataset.targets[index],
+            dataset.predictions[index],
+            class_names=names,
+            background=background,
+            title=video,
         )
         write_atomic(directory / f"timeline_{video}.png", _png(figure))
-        progress(count, len(dataset.names))
+        progress(count, len(chosen))
     progress.close()
-    scores = {"F1": 100 * class_stats["f1_none"], "Acc": 100 * class_stats["recall_none"]}
-    figure = plotting.class_scores(names, scores, title="Per-class frame F1 and accuracy")
-    write_atomic(directory / "classes.png", _png(figure))
-    figure = plotting.confusion(
-        class_stats["confusion"], class_names=names, title="Confusion matrix (rows: ground truth)"
-    )
-    write_atomic(directory / "confusion.png", _png(figure))
     if not quiet:
-        print(f"jaxseg: wrote {len(dataset.names) + 2} pictures to {directory}", file=sys.stderr)
+        count = 1 + len(chosen)
+        plural = "picture" if count == 1 else "pictures"
+        print(f"jaxseg: wrote {count} {plural} to {directory}", file=sys.stderr)
 
 
 def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, seed: int):
@@ -500,6 +570,9 @@ def _run_evaluate(args) -> int:
     if not args.demo and not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
     reports.check_output(args.output)
+    reports.check_folder(args.plot, "--plot")
+    if args.plot_videos != 0 and args.plot is None:
+        raise InputError("--plot-videos needs --plot DIR (the folder of the pictures)")
     if args.plot is not None:
         from jaxseg._src import plotting
 
@@ -532,11 +605,17 @@ def _run_evaluate(args) -> int:
         intervals=intervals,
         per_video=args.per_video,
     )
-    reports.emit(
-        reports.render(report, args.format, decimals=args.decimals), args.output, quiet=args.quiet
-    )
-    if args.plot is not None:
-        _write_plots(Path(args.plot), dataset, class_stats, background, quiet=args.quiet)
+    text = reports.render(report, args.format, decimals=args.decimals)
+    if args.plot is not None:  # first: a failure here leaves no --output behind
+        _write_plots(
+            Path(args.plot),
+            dataset,
+            class_stats,
+            background,
+            videos=args.plot_videos,
+            quiet=args.quiet,
+        )
+    reports.emit(text, args.output, quiet=args.quiet)
     return 0
 
 
@@ -557,19 +636,11 @@ def _comparison_report(dataset_a, result, *, background, overlaps, args) -> repo
             )
         )
     level = f"{100 * args.confidence:g}%"
-    columns = (
-        "metric",
-        "A",
-        "B",
-        "A - B",
-        f"{level} CI low",
-        f"{level} CI high",
-        "p (bootstrap)",
-        "p (permutation)",
-    )
+    columns = ("metric", "A", "B", "A - B", "low", "high", "p (bootstrap)", "p (permutation)")
     section = reports.Section(
         "comparison",
-        "Paired comparison A - B (%; p-values two-sided)",
+        f"Paired comparison A - B (%; low / high: {level} paired-bootstrap interval of A - B; "
+        "p-values two-sided)",
         columns,
         tuple(rows),
         decimals=(None,) * 6 + (4, 4),
@@ -669,6 +740,19 @@ def run() -> None:
     os._exit(status)
 
 
+_OUT_OF_MEMORY = (
+    "out of memory; evaluate fewer videos at once (--split) or on a machine with more memory"
+)
+
+
+def _out_of_device_memory(error: Exception) -> bool:
+    """Whether ``error`` is XLA failing to allocate (host or accelerator memory)."""
+    text = str(error)
+    return type(error).__name__ in ("XlaRuntimeError", "JaxRuntimeError") and (
+        "RESOURCE_EXHAUSTED" in text or "Out of memory" in text
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
     from jaxseg._src import cli_detection
@@ -694,6 +778,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `jaxseg evaluate ... | head`
         sys.stderr.close()
         return 0
+    except MemoryError:
+        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return USER_ERROR
+    except Exception as error:  # XLA's allocation failures (RESOURCE_EXHAUSTED)
+        if not _out_of_device_memory(error):
+            raise
+        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        return USER_ERROR
     except KeyboardInterrupt:
         print("jaxseg: interrupted", file=sys.stderr)
         return INTERRUPTED

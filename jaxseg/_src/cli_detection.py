@@ -115,12 +115,22 @@ def add_parser(commands, add_output_arguments) -> None:
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
 def _load_json(path: Path, what: str) -> dict:
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
     if not path.is_file():
         raise InputError(f"{path}: {what} not found")
     try:
-        return json.loads(path.read_bytes())
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    try:
+        return json.loads(data)  # a UTF-8 byte-order mark is accepted
     except UnicodeDecodeError as error:
-        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(
+            f"{path}:{line}: {what} is not UTF-8 text (invalid byte 0x{data[error.start]:02x} "
+            f"at offset {error.start})"
+        ) from None
     except json.JSONDecodeError as error:
         raise InputError(
             f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
@@ -271,6 +281,15 @@ def _thresholds(args) -> tuple[float, ...]:
     return tuple(dict.fromkeys(args.thresholds))
 
 
+def _threshold_columns(thresholds) -> list[str]:
+    """Column names of the tIoU thresholds: two decimals, more where two would collide."""
+    for digits in range(2, 18):
+        names = [f"{t:.{digits}f}" for t in thresholds]
+        if len(set(names)) == len(names):
+            return names
+    return [repr(t) for t in thresholds]
+
+
 def _percent(values) -> list[float]:
     return [100.0 * float(v) for v in np.asarray(values).reshape(-1)]
 
@@ -296,7 +315,7 @@ def _offline(args) -> reports.Report:
         pred_mask=tables.pred_mask,
     )
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
-    columns = ("", *(f"{t:.2f}" for t in thresholds), "Avg")
+    columns = ("name", *_threshold_columns(thresholds), "Avg")
     sections = [
         reports.Section(
             "map",
@@ -410,7 +429,7 @@ def _online(args) -> reports.Report:
         reports.Section(
             "online",
             "Per-frame mAP and mcAP (%)",
-            ("", "mAP", "mcAP"),
+            ("name", "mAP", "mcAP"),
             (("mean", 100.0 * float(ap.mean), 100.0 * float(cap.mean)),),
         )
     ]

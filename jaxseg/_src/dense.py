@@ -28,22 +28,30 @@ def _prepare(targets, predictions, mask, num_classes, ignore_index, spatial_ndim
 
 
 def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_ndim: int):
-    """``int32[..., C, C]`` (rows = target, columns = prediction) of each map.
+    """``int32[..., C + 1, C + 1]`` (rows = target, columns = prediction) of each map.
 
-    Pixels that are not ``valid`` or whose labels lie outside [0, C) are not counted.
+    Row / column ``C`` counts the valid pixels whose target / prediction lies outside
+    [0, C) (compared in the labels' own dtype, so no label wraps onto a class). Pixels that
+    are not ``valid`` are not counted.
     """
     batch = targets.shape[: targets.ndim - spatial_ndim]
     maps = 1
     for d in batch:
         maps *= d
-    t = targets.reshape(maps, -1).astype(jnp.int32)
-    p = predictions.reshape(maps, -1).astype(jnp.int32)
-    v = valid.reshape(maps, -1) & (t >= 0) & (t < num_classes) & (p >= 0) & (p < num_classes)
-    cells = num_classes * num_classes
+    size = num_classes + 1
+
+    def index_of(labels):
+        labels = labels.reshape(maps, -1)
+        known = checks.in_label_range(labels, num_classes)
+        return jnp.where(known, labels, num_classes).astype(jnp.int32)
+
+    t, p = index_of(targets), index_of(predictions)
+    v = valid.reshape(maps, -1)
+    cells = size * size
     offset = jnp.arange(maps, dtype=jnp.int32)[:, None] * cells
-    index = jnp.where(v, offset + t * num_classes + p, maps * cells)
+    index = jnp.where(v, offset + t * size + p, maps * cells)
     counts = jnp.zeros(maps * cells + 1, jnp.int32).at[index.reshape(-1)].add(1)
-    return counts[:-1].reshape(*batch, num_classes, num_classes)
+    return counts[:-1].reshape(*batch, size, size)
 
 
 def _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
@@ -57,12 +65,20 @@ def _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndi
 
 
 def scores_from_confusion(matrix):
-    """``(pixel_accuracy, iou, dice)`` from float32 ``[..., C, C]`` counts (NaN where 0/0)."""
-    return (
-        frame.scores_from_confusion(matrix, "recall", "micro"),
-        frame.scores_from_confusion(matrix, "iou", "none"),
-        frame.scores_from_confusion(matrix, "f1", "none"),  # Dice is the F1 score
-    )
+    """``(pixel_accuracy, iou, dice)`` from float32 ``[..., C + 1, C + 1]`` counts.
+
+    As mmsegmentation's ``intersect_and_union``: a prediction outside [0, C) is dropped but
+    its target pixel stays (a miss: in the accuracy's denominator and the class's FN); a
+    target outside [0, C) (other than ``ignore_index``) is dropped but its prediction stays
+    (an FP of the predicted class; not in the accuracy). NaN where 0/0.
+    """
+    num_classes = matrix.shape[-1] - 1
+    tp = jnp.diagonal(matrix, axis1=-2, axis2=-1)[..., :num_classes]
+    labelled = jnp.sum(matrix[..., :num_classes, :], axis=(-2, -1))
+    accuracy = safe_divide(jnp.sum(tp, axis=-1), labelled, jnp.nan)
+    iou = frame.scores_from_confusion(matrix, "iou", "none")[..., :num_classes]
+    dice = frame.scores_from_confusion(matrix, "f1", "none")[..., :num_classes]  # Dice = F1
+    return accuracy, iou, dice
 
 
 def nanmean_classes(per_class) -> ClassScores:
@@ -76,8 +92,11 @@ def nanmean_classes(per_class) -> ClassScores:
 _ARGS = """
     Args:
       targets: integer ``[..., *S]`` class ids in [0, C) (or ``ignore_index``); ``S`` is the
-        last ``spatial_ndim`` axes (one map: an image ``[H, W]``, a volume or a video).
-      predictions: integer ``[..., *S]`` class ids in [0, C).
+        last ``spatial_ndim`` axes (one map: an image ``[H, W]``, a volume or a video). A
+        pixel whose target lies outside [0, C) is not a pixel of any class, but its
+        prediction still counts as a false positive (mmsegmentation).
+      predictions: integer ``[..., *S]`` class ids; one outside [0, C) is dropped and its
+        pixel counts as a miss (mmsegmentation).
       num_classes: static number of classes C.
       mask: optional ``bool[..., *S]``, True = valid pixel.
       ignore_index: static int or None: target value whose pixels are removed (e.g. 255).
@@ -104,7 +123,8 @@ def pixel_accuracy(
     ...                num_classes=2, ignore_index=255).tolist()
     0.6666666865348816
 
-    Note: labels outside [0, C) are dropped, as in mmsegmentation (precondition: none).
+    Note: as mmsegmentation's ``IoUMetric``, a prediction outside [0, C) counts as a miss
+    and a target outside [0, C) (other than ``ignore_index``) leaves the denominator.
     """
     matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
     return scores_from_confusion(matrix.astype(jnp.float32))[0]

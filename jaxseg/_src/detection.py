@@ -129,7 +129,12 @@ def match_detections(
     iou_fn = _interval_iou if gt_boxes.shape[-1] == 2 else _box_iou
     num_videos, num_preds = pred_labels.shape
     iou = jax.vmap(iou_fn)(pred_boxes, gt_boxes)  # [V, P, G]
-    pred_labels, gt_labels = pred_labels.astype(jnp.int32), gt_labels.astype(jnp.int32)
+    # Labels outside [0, C) name no class (a precondition inside jit; the CLI rejects them):
+    # such entries are left out, as if masked, instead of aliasing onto a class.
+    gt_mask = gt_mask & checks.in_label_range(gt_labels, num_classes)
+    pred_mask = pred_mask & checks.in_label_range(pred_labels, num_classes)
+    pred_labels = jnp.where(pred_mask, pred_labels, num_classes).astype(jnp.int32)
+    gt_labels = jnp.where(gt_mask, gt_labels, 0).astype(jnp.int32)
     same = (pred_labels[:, :, None] == gt_labels[:, None, :]) & gt_mask[:, None, :]
     iou = jnp.where(same, iou, -1.0)
     # Decreasing score inside each video (ties: input order), invalid predictions last.
@@ -311,9 +316,19 @@ def detection_average_precision(
       Everingham et al., "The PASCAL VOC Challenge", IJCV 2010.
 
     Notes: the anchors order tied scores and tied IoUs arbitrarily (unstable argsort); here ties
-    keep the input order (video, then index) and the lower ground-truth index. IoUs are
-    float32, so a tIoU within ~1e-7 of a threshold may be decided differently from float64.
+    keep the input order (video, then index) and the lower ground-truth index. IoUs and
+    thresholds are float32, so a tIoU within ~1e-7 of a threshold may be decided differently
+    from float64: a tIoU of exactly 0.3 reaches the threshold 0.30000000000000004 of
+    ``np.linspace(0.1, 0.5, 5)`` here (both are 0.3 in float32), not in ActivityNet.
     A prediction whose class has no ground truth counts nowhere (ActivityNet raises KeyError).
+    A zero-length prediction has IoU 0 with a zero-length ground truth (0/0), so it never
+    matches it; ActivityNet's ``segment_iou`` gives NaN, which passes its ``tiou < thr`` test
+    and counts as a true positive at every threshold.
+
+    Preconditions (not checked inside jit; ``jaxseg detection`` rejects both): an interval
+    has ``start <= end`` (a box ``x1 <= x2``, ``y1 <= y2``); an inverted one has IoU <= 0
+    with everything and never matches. Labels lie in [0, num_classes); a ground truth or
+    prediction with another label is left out, as if masked.
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     thresholds = static_iou_thresholds(iou_thresholds)

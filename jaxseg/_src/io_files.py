@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 _LABEL_SUFFIXES = (".txt", ".npy")
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
 
 
 class InputError(ValueError):
@@ -48,19 +49,25 @@ def _read_bytes(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as error:
-        raise InputError(f"{path}: cannot read {what}: {error.strerror}") from None
+        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
 
 
 def _decode_text(path: Path, data: bytes, what: str) -> str:
-    """Returns ``data`` as text, rejecting binary content."""
+    """Returns ``data`` as text (without a byte-order mark), rejecting binary content.
+
+    A byte that is not UTF-8 is reported by line: ``path:line: ... (invalid byte 0xff at
+    offset 5)``.
+    """
     nul = data.find(b"\0")
     if nul >= 0:
         raise InputError(f"{path}: {what} is not a text file (NUL byte at offset {nul})")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
         raise InputError(
-            f"{path}: {what} is not a UTF-8 text file (invalid byte at offset {error.start})"
+            f"{path}:{line}: {what} is not a UTF-8 text file (invalid byte "
+            f"0x{data[error.start]:02x} at offset {error.start})"
         ) from None
 
 
@@ -151,6 +158,8 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     data = _read_bytes(path, "label file")
     if b"\0" in data:
         _decode_text(path, data, "label file")
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
     body = data.lstrip()
     first_line = 1 + data[: len(data) - len(body)].count(b"\n")
     if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
@@ -164,6 +173,7 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     try:
         return np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int32, count=len(tokens))
     except KeyError as error:
+        _decode_text(path, data, "label file")  # a byte that is not UTF-8, by its line
         text = _decode_text(path, body, "label file")
         unknown = error.args[0]
         line, frame = _locate_token(text, tokens.index(unknown))
@@ -231,10 +241,17 @@ def video_name(path: Path) -> str:
 
 
 def _label_files(folder: Path, what: str) -> dict[str, Path]:
+    if folder.is_file():
+        raise InputError(f"{folder}: is a file; the {what} argument must be a folder of files")
     if not folder.is_dir():
         raise InputError(f"{folder}: {what} folder not found")
     files: dict[str, Path] = {}
-    for path in sorted(folder.iterdir()):
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as error:
+        reason = error.strerror or error
+        raise InputError(f"{folder}: cannot read {what} folder: {reason}") from None
+    for path in entries:
         if path.name.startswith(".") or not path.is_file():
             continue
         name = video_name(path)
@@ -276,7 +293,10 @@ def pair_files(
     """Pairs ground-truth and prediction files by video name.
 
     With a split, exactly the listed videos are evaluated (each needs both files; other files
-    are ignored, as in MS-TCN). Without one, both folders must hold the same videos.
+    are ignored, as in MS-TCN). Without one, both folders must hold the same videos, except
+    that a file without a counterpart whose suffix is not a label file's (``README.md``,
+    ``results.json``, ``log.csv``; label files have no suffix, ``.txt`` or ``.npy``) is not a
+    video and is ignored.
 
     Returns:
       ``(name, ground_truth_file, prediction_file)`` per video, in split or sorted order.
@@ -298,6 +318,9 @@ def pair_files(
             )
         names = list(split)
     else:
+        for files, other in ((truth, predicted), (predicted, truth)):
+            for name in [n for n, f in files.items() if n not in other and not _label_like(f)]:
+                del files[name]
         no_truth = sorted(set(predicted) - set(truth))
         no_prediction = sorted(set(truth) - set(predicted))
         if no_truth:
@@ -312,6 +335,11 @@ def pair_files(
             )
         names = sorted(truth)
     return [(name, truth[name], predicted[name]) for name in names]
+
+
+def _label_like(path: Path) -> bool:
+    """Whether a file's name could be a label file's: no suffix, ``.txt`` or ``.npy``."""
+    return path.suffix in ("", *_LABEL_SUFFIXES)
 
 
 def find_mapping(ground_truth: Path) -> Path | None:
@@ -480,17 +508,40 @@ def load_segmentation_dataset(
     return start_loading(ground_truth, predictions, mapping=mapping, split=split)(progress)
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
-    """Writes ``content`` to ``path`` all at once: a temporary file beside it, then a rename."""
+    """Writes ``content`` to ``path`` all at once: a temporary file beside it, then a rename.
+
+    The file gets the mode any new file gets (``0o666`` less the umask), not the temporary
+    file's ``0o600``. A folder that cannot be written raises :class:`InputError`; nothing is
+    left behind.
+    """
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; give a file name to write")
     if not path.parent.is_dir():
         raise InputError(f"{path}: output folder {path.parent} does not exist")
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
+    except OSError as error:
+        reason = error.strerror or error
+        raise InputError(f"{path}: cannot write to {path.parent}: {reason}") from None
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+        os.chmod(temporary, 0o666 & ~_umask())
         os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write: {error.strerror or error}") from None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise

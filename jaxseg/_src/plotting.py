@@ -110,8 +110,41 @@ def timeline(
         axes.set_title(title, fontsize="medium")
     present = np.unique(rows)
     handles = [matplotlib.patches.Patch(color=colors[c], label=class_names[c]) for c in present]
-    figure.legend(handles=handles, loc="outside right center", fontsize="small", frameon=False)
+    columns = -(-len(handles) // 10)  # at most 10 names a column: many classes stay readable
+    figure.legend(
+        handles=handles, loc="outside right center", fontsize="small", frameon=False,
+        ncols=columns,
+    )  # fmt: skip
     return _save(figure, path, dpi)
+
+
+# Class labels are drawn at LABEL_POINTS and each class gets CLASS_INCHES along an axis, so
+# that neighbouring labels never overlap, at 10 classes as at 200 (the picture grows instead).
+LABEL_POINTS = 7.0
+CLASS_INCHES = 0.16
+
+
+def _class_axis_inches(num_classes: int, minimum: float) -> float:
+    return max(minimum, CLASS_INCHES * num_classes + 2.5)
+
+
+def _draw_class_scores(axes, class_names, scores, *, title=None):
+    positions = np.arange(len(class_names))
+    width = 0.8 / max(len(scores), 1)
+    for number, (label, values) in enumerate(scores.items()):
+        offset = (number - (len(scores) - 1) / 2) * width
+        axes.bar(positions + offset, np.nan_to_num(values, nan=0.0), width, label=label)
+    axes.set_xticks(positions, class_names, rotation=90, fontsize=LABEL_POINTS)
+    axes.set_xlim(-0.6, len(class_names) - 0.4)
+    axes.set_ylim(0, 100)
+    axes.set_ylabel("%")
+    # above the bars, outside the axes: a legend never covers a bar
+    axes.legend(
+        fontsize="small", loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(scores),
+        frameon=False, borderaxespad=0.2,
+    )  # fmt: skip
+    if title:
+        axes.set_title(title, fontsize="medium", loc="left")
 
 
 def class_scores(
@@ -120,7 +153,7 @@ def class_scores(
     *,
     title: str | None = None,
     path: str | os.PathLike | None = None,
-    figsize: tuple[float, float] = (10.0, 4.0),
+    figsize: tuple[float, float] | None = None,
     dpi: int = 100,
 ):
     """Grouped bar chart of per-class scores in percent (e.g. frame F1 and accuracy).
@@ -130,26 +163,18 @@ def class_scores(
       scores: series name -> C values in percent; NaN (class absent) draws no bar.
       title: shown above the chart.
       path: if given, the PNG is written there.
-      figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
+      figsize: size in inches; the PNG has ``figsize * dpi`` pixels. Default: wide enough
+        for every class label (``0.16 C + 2.5`` inches, at least 10), 4 inches high.
       dpi: pixels per inch.
 
     Returns:
-      The ``matplotlib.figure.Figure``.
+      The ``matplotlib.figure.Figure``; the legend sits above the bars, outside the axes.
     """
     _, Figure = _matplotlib()
+    if figsize is None:
+        figsize = (_class_axis_inches(len(class_names), 10.0), 4.0)
     figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-    axes = figure.add_subplot()
-    positions = np.arange(len(class_names))
-    width = 0.8 / max(len(scores), 1)
-    for number, (label, values) in enumerate(scores.items()):
-        offset = (number - (len(scores) - 1) / 2) * width
-        axes.bar(positions + offset, np.nan_to_num(values, nan=0.0), width, label=label)
-    axes.set_xticks(positions, class_names, rotation=60, ha="right", fontsize="small")
-    axes.set_ylim(0, 100)
-    axes.set_ylabel("%")
-    axes.legend(fontsize="small")
-    if title:
-        axes.set_title(title, fontsize="medium")
+    _draw_class_scores(figure.add_subplot(), class_names, scores, title=title)
     return _save(figure, path, dpi)
 
 
@@ -159,7 +184,7 @@ def confusion(
     class_names: Sequence[str],
     title: str | None = None,
     path: str | os.PathLike | None = None,
-    figsize: tuple[float, float] = (8.0, 7.0),
+    figsize: tuple[float, float] | None = None,
     dpi: int = 100,
 ):
     """Heatmap of a confusion matrix, each row normalised to the fraction of its true frames.
@@ -169,7 +194,8 @@ def confusion(
       class_names: the C class names.
       title: shown above the heatmap.
       path: if given, the PNG is written there.
-      figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
+      figsize: size in inches; the PNG has ``figsize * dpi`` pixels. Default: large enough
+        for every class label (``0.16 C + 2.5`` inches, at least 7).
       dpi: pixels per inch.
 
     Returns:
@@ -177,15 +203,22 @@ def confusion(
       annotated with percentages when C <= 20.
     """
     _, Figure = _matplotlib()
+    if figsize is None:
+        side = _class_axis_inches(len(class_names), 7.0)
+        figsize = (side + 1.5, side)
+    figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+    _draw_confusion(figure, figure.add_subplot(), matrix, class_names, title=title)
+    return _save(figure, path, dpi)
+
+
+def _draw_confusion(figure, axes, matrix, class_names, *, title=None):
     matrix = np.asarray(matrix, dtype=np.float64)
     totals = matrix.sum(axis=1, keepdims=True)
     fractions = np.divide(matrix, totals, out=np.full_like(matrix, np.nan), where=totals > 0)
-    figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-    axes = figure.add_subplot()
     image = axes.imshow(fractions, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
     ticks = np.arange(len(class_names))
-    axes.set_xticks(ticks, class_names, rotation=60, ha="right", fontsize="small")
-    axes.set_yticks(ticks, class_names, fontsize="small")
+    axes.set_xticks(ticks, class_names, rotation=90, fontsize=LABEL_POINTS)
+    axes.set_yticks(ticks, class_names, fontsize=LABEL_POINTS)
     axes.set_xlabel("prediction")
     axes.set_ylabel("ground truth")
     if len(class_names) <= 20:
@@ -201,7 +234,45 @@ def confusion(
                     fontsize="x-small",
                     color=color,
                 )
-    figure.colorbar(image, ax=axes, label="fraction of true frames")
+    figure.colorbar(image, ax=axes, label="fraction of true frames", shrink=0.8)
     if title:
-        axes.set_title(title, fontsize="medium")
+        axes.set_title(title, fontsize="medium", loc="left")
+
+
+def overview(
+    matrix: np.ndarray,
+    scores: dict[str, Sequence[float]],
+    *,
+    class_names: Sequence[str],
+    title: str | None = None,
+    path: str | os.PathLike | None = None,
+    dpi: int = 100,
+):
+    """One picture of a dataset: per-class scores (bars) above the confusion matrix.
+
+    The size grows with the number of classes so that every class label stays readable
+    (7-point labels, 0.16 inch per class: 48 or 200 classes without overlap).
+
+    Args:
+      matrix: int ``[C, C]`` counts, rows = ground truth, columns = prediction.
+      scores: series name -> C values in percent (see :func:`class_scores`).
+      class_names: the C class names.
+      title: shown at the top.
+      path: if given, the PNG is written there.
+      dpi: pixels per inch.
+
+    Returns:
+      The ``matplotlib.figure.Figure``.
+    """
+    _, Figure = _matplotlib()
+    side = _class_axis_inches(len(class_names), 8.0)
+    bars = 4.0
+    figure = Figure(figsize=(side + 1.5, side + bars), dpi=dpi, layout="constrained")
+    top, bottom = figure.subplots(2, 1, height_ratios=(bars, side))
+    _draw_class_scores(top, class_names, scores, title="Per-class frame scores (%)")
+    _draw_confusion(
+        figure, bottom, matrix, class_names, title="Confusion matrix (rows: ground truth)"
+    )
+    if title:
+        figure.suptitle(title, fontsize="large")
     return _save(figure, path, dpi)

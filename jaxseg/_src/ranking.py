@@ -773,9 +773,12 @@ def top_k_accuracy(
     code flushes subnormals to zero in float comparisons).
 
     Args:
-      targets: integer ``[..., N]`` class indices in [0, C).
+      targets: integer ``[..., N]`` class indices in [0, C). A valid row whose target lies
+        outside [0, C) counts as a miss at every k (scikit-learn raises on such a label; a
+        padding row belongs in ``mask``).
       scores: float ``[..., N, C]`` (no NaN).
-      k: static tuple of positive ints (an int is accepted); ``k >= C`` is always correct.
+      k: static tuple of positive ints (an int is accepted); ``k >= C`` is always correct
+        for a target in [0, C).
       mask: optional ``bool[..., N]``, True = valid row.
 
     Returns:
@@ -813,5 +816,8 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     target_key = jnp.take_along_axis(keys, jnp.clip(target, 0, num_classes - 1), axis=-1)
     ahead = (keys < target_key) | ((keys == target_key) & (index > target))
     rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
+    # a target outside [0, C) names no class: it never scores (it used to be clipped onto one)
+    known = checks.in_label_range(targets, num_classes)
+    rank = jnp.where(known, rank, jnp.iinfo(jnp.int32).max)
     hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
     return jnp.stack(hits, axis=-1)

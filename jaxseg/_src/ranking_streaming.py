@@ -63,7 +63,8 @@ def _one_of(capacity, num_thresholds):
 # Dense segmentation
 # --------------------------------------------------------------------------------------------
 class DenseState(NamedTuple):
-    """Pooled confusion matrix ``[C, C]`` (rows = targets) as an exact count."""
+    """Pooled confusion matrix ``[C + 1, C + 1]`` (rows = targets; row / column C: labels
+    outside [0, C)) as an exact count."""
 
     confusion: counting.Count
 
@@ -73,10 +74,13 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
 
     ``update(state, targets, predictions, *, mask=None)`` takes label maps of any shape;
     ``compute`` returns ``pixel_accuracy``, ``iou`` ``[C]``, ``miou``, ``dice`` ``[C]``,
-    ``mdice`` (absent classes NaN and excluded from the means) and ``confusion``.
+    ``mdice`` (absent classes NaN and excluded from the means), ``confusion`` ``[C, C]``
+    and ``extended_confusion`` ``[C + 1, C + 1]`` (row / column C: labels outside [0, C)).
 
     Args:
-      num_classes: static number of classes C (labels outside [0, C) are not counted).
+      num_classes: static number of classes C. As mmsegmentation, a prediction outside
+        [0, C) counts as a miss of its target pixel, and a target outside [0, C) (other than
+        ``ignore_index``) drops its pixel from the accuracy but keeps its prediction's FP.
       ignore_index: static target value whose pixels are removed (e.g. 255), or None.
 
     >>> acc = dense(num_classes=2, ignore_index=255)
@@ -89,7 +93,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
         ignore_index = checks.static_int("ignore_index", ignore_index)
 
     def init():
-        return DenseState(counting.zeros((num_classes, num_classes)))
+        return DenseState(counting.zeros((num_classes + 1, num_classes + 1)))
 
     def update(state, targets, predictions, *, mask=None):
         targets = checks.as_int_labels("targets", targets)
@@ -112,7 +116,8 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
             "miou": iou.mean,
             "dice": dice_.per_class,
             "mdice": dice_.mean,
-            "confusion": confusion,
+            "confusion": confusion[:num_classes, :num_classes],
+            "extended_confusion": confusion,
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -173,7 +178,8 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
 # Retrieval
 # --------------------------------------------------------------------------------------------
 class RetrievalState(NamedTuple):
-    """Histogram of twice the 0-based match ranks, ``[2 * num_items]`` exact counts."""
+    """Histogram of twice the 0-based match ranks, ``[2 * num_items + 1]`` exact counts (the
+    last slot: matches never retrieved, see :func:`retrieval_ranks`)."""
 
     rank_histogram: counting.Count
 
@@ -206,7 +212,7 @@ def retrieval(
     size = 2 * num_items
 
     def init():
-        return RetrievalState(counting.zeros((size,)))
+        return RetrievalState(counting.zeros((size + 1,)))
 
     def update(state, similarity, *, targets=None, mask=None, item_mask=None):
         similarity = jnp.asarray(similarity)
@@ -217,20 +223,26 @@ def retrieval(
         ranks = retrieval_ranks(similarity, targets=targets, item_mask=item_mask, ties=ties)
         mask = checks.as_mask(mask, ranks.shape)
         valid = jnp.ones(ranks.shape, bool) if mask is None else mask
-        doubled = jnp.where(valid, jnp.round(2.0 * ranks).astype(jnp.int32), size)
-        histogram = jnp.zeros(size + 1, jnp.int32).at[doubled.reshape(-1)].add(1)[:size]
+        # twice the rank; slot `size` holds the matches never retrieved (rank +inf)
+        doubled = jnp.where(jnp.isfinite(ranks), 2.0 * ranks, size)
+        doubled = jnp.where(valid, jnp.round(doubled).astype(jnp.int32), size + 1)
+        histogram = jnp.zeros(size + 2, jnp.int32).at[doubled.reshape(-1)].add(1)[: size + 1]
         return RetrievalState(counting.add(state.rank_histogram, histogram))
 
     def compute(state):
         counts = counting.to_float(state.rank_histogram)
-        rank = jnp.arange(size, dtype=jnp.float32) / 2.0
+        rank = jnp.arange(size + 1, dtype=jnp.float32) / 2.0
+        rank = rank.at[size].set(jnp.inf)
         queries = jnp.sum(counts)
-        mean = lambda x: safe_divide(jnp.sum(counts * x), queries, jnp.nan)  # noqa: E731
+
+        def mean(x):
+            return safe_divide(jnp.sum(jnp.where(counts > 0, counts * x, 0.0)), queries, jnp.nan)
+
         cumulative = jnp.cumsum(counts)
 
         def middle(position):  # the rank at a 0-based position of the sorted ranks
             index = jnp.searchsorted(cumulative, position, side="right")
-            return rank[jnp.minimum(index, size - 1)]
+            return rank[jnp.minimum(index, size)]
 
         median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
         return {

@@ -11,6 +11,7 @@ import io
 import json
 import math
 import numbers
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -177,9 +178,34 @@ def description(
 
 
 def check_output(path: str | None) -> None:
-    """Fails early (before any work) when the folder of the output file does not exist."""
-    if path is not None and not Path(path).resolve().parent.is_dir():
+    """Fails early (before any work) when ``--output`` cannot be written: a folder, a missing
+    or read-only folder."""
+    if path is None:
+        return
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a folder; --output needs a file name")
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
         raise InputError(f"{path}: output folder {Path(path).parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise InputError(f"{path}: output folder {Path(path).parent} is not writable")
+
+
+def check_folder(path: str | None, option: str) -> None:
+    """Fails early when ``option``'s folder (created if missing) cannot be: a file, or under a
+    folder that cannot be written."""
+    if path is None:
+        return
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{path}: is a file; {option} needs a folder")
+    existing = folder.resolve()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"{path}: {existing} is a file; {option} needs a folder")
+    if not os.access(existing, os.W_OK):
+        raise InputError(f"{path}: {existing} is not writable")
 
 
 def emit(text: str, output: str | None, *, quiet: bool) -> None:

@@ -50,6 +50,13 @@ def _ranks(similarity, targets, mask, item_mask, ties):
         rank = higher.astype(jnp.float32)
     else:
         rank = higher.astype(jnp.float32) + 0.5 * tied.astype(jnp.float32)
+    # A match that is no item (a target outside [0, I), or a padding item) is never
+    # retrieved: rank +inf, so it is a miss at every k and adds 0 to the MRR.
+    real = checks.in_label_range(targets, num_items)
+    if item_mask is not None:
+        items = jnp.broadcast_to(item_mask[..., None, :], similarity.shape)
+        real = real & jnp.take_along_axis(items, target, axis=-1)[..., 0]
+    rank = jnp.where(real, rank, jnp.inf)
     valid = jnp.ones(targets.shape, bool) if mask is None else mask
     return rank, valid
 
@@ -64,7 +71,8 @@ _ARGS = """
     Args:
       similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer).
       targets: optional integer ``[..., Q]``: index of each query's match; default the
-        diagonal (query ``q`` matches item ``q``).
+        diagonal (query ``q`` matches item ``q``). A match outside ``[0, I)`` or on a padding
+        item is never retrieved (rank +inf: a miss at every k, reciprocal rank 0).
       mask: optional ``bool[..., Q]``, True = valid query.
       item_mask: optional ``bool[..., I]``, True = real item (padding items never outrank).
       ties: static ``"pessimistic"`` (default: tied items rank ahead of the match),
@@ -83,7 +91,8 @@ def retrieval_ranks(
     {args}
 
     Returns:
-      ``float32[..., Q]`` in [0, I - 1] (a multiple of 0.5 with ``ties="average"``).
+      ``float32[..., Q]`` in [0, I - 1] (a multiple of 0.5 with ``ties="average"``); +inf
+      for a match that is no real item.
 
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> retrieval_ranks(sim).tolist()

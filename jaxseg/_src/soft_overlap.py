@@ -3,6 +3,9 @@
 Each is computed per example (a sequence ``[T, C]`` or, with ``event_ndim=2``, an image
 ``[H, W, C]``) from the per-class sums over valid positions of ``p = softmax(logits) * mask``
 and ``g = one_hot(labels) * mask``: ``I_c = Σ p g``, ``P_c = Σ p``, ``G_c = Σ g``.
+The gradients are finite for any finite logits: a class ratio whose denominator falls below
+2^-40 (a class absent from the labels and all but ruled out by the prediction) keeps its value
+but passes no gradient, instead of a NaN from 1/den² underflowing.
 """
 
 from __future__ import annotations
@@ -59,9 +62,20 @@ def _overlap_sums(probs, onehot):
     return (jnp.sum(probs * onehot, axis=0), jnp.sum(probs, axis=0), jnp.sum(onehot, axis=0))
 
 
+# A class ratio whose denominator is below this (a class absent from the labels, predicted
+# with a total probability that small) keeps its value but passes no gradient: its gradient
+# through 1/den² underflows (0 · inf = NaN for a confident correct prediction) and, when the
+# class is absent with s = 0, the true gradient is 0 anyway (the ratio is 0 for every P > 0).
+_TINY_DENOMINATOR = 2.0**-40
+
+
 def _ratio_loss(numerator, denominator, smooth):
     """``1 - (numerator + s) / (denominator + s)``; a 0/0 ratio (s = 0, empty class) counts 1."""
-    return 1.0 - safe_divide(numerator + smooth, denominator + smooth, fill=1.0)
+    numerator, denominator = numerator + smooth, denominator + smooth
+    tiny = denominator < _TINY_DENOMINATOR
+    ratio = safe_divide(numerator, jnp.where(tiny, 1.0, denominator))
+    frozen = lax.stop_gradient(safe_divide(numerator, denominator, fill=1.0))
+    return 1.0 - jnp.where(tiny, frozen, ratio)
 
 
 _COMMON_ARGS = """logits: float ``[..., T, C]`` (or ``[..., H, W, C]`` with ``event_ndim=2``)

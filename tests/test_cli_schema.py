@@ -1,0 +1,101 @@
+"""The JSON / CSV of `evaluate`, `compare` and `detection` follow the schema in README.md
+("Output formats"): every table and field documented, rows named by their first field, no
+`""` key, interval bounds as fields (not rows), no CSV column shared by two meanings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import pathlib
+import re
+
+import pytest
+from _cli_data import random_videos, write_dataset
+
+from jaxseg._src.cli import main
+
+NAMES = ("SIL", "take", "pour", "stir", "background")
+ROW_NAMES = ("name", "video", "class", "metric")
+README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+SCHEMA = README.split("### Output formats", 1)[1].split("\n## ", 1)[0]
+DOCUMENTED = set(re.findall(r"`([^`]+)`", SCHEMA))
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
+
+
+def _run(capsys, *argv) -> str:
+    code = main([*map(str, argv)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def _documented(field: str) -> bool:
+    generic = re.sub(r"^F1@[0-9.]+", "F1@<100τ>", field)
+    generic = re.sub(r"^(Acc|Edit|F1@<100τ>) (low|high)$", r"<metric> \2", generic)
+    return generic in DOCUMENTED or re.fullmatch(r"0\.[0-9]+", field) is not None
+
+
+def _check(document: dict) -> None:
+    assert document["unit"] == "percent"
+    for key in document["summary"]:
+        assert key in DOCUMENTED, f"summary field {key!r} is not in README's Output formats"
+    for table, rows in document.items():
+        if table in ("unit", "summary"):
+            continue
+        assert table in DOCUMENTED, f"table {table!r} is not in README's Output formats"
+        for row in rows:
+            fields = list(row)
+            assert fields[0] in ROW_NAMES and "" not in fields
+            for field in fields:
+                assert _documented(field), f"{table}.{field} is not in README's Output formats"
+
+
+def _csv_columns_keep_one_meaning(text: str, same_meaning=frozenset({"frames"})) -> None:
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert "" not in rows[0]
+    per_table: dict[str, set] = {}
+    for row in rows:
+        filled = {k for k, v in row.items() if v != "" and k not in ("table", "name")}
+        per_table.setdefault(row["table"], set()).update(filled)
+    # a metric column belongs to one table (frames / predicted are counts wherever they are)
+    shared = set.intersection(*per_table.values()) if len(per_table) > 1 else set()
+    assert shared <= same_meaning, shared
+    assert "Acc" not in per_table.get("per_class", set())
+
+
+def test_evaluate_and_compare_schema(tmp_path, capsys):
+    videos = random_videos(31, 6, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    argv = ("evaluate", truth, predictions, "--per-video", "--per-class", "--ci", "0.9",
+            "--samples", "200")  # fmt: skip
+    document = json.loads(_run(capsys, *argv, "--format", "json"))
+    _check(document)
+    assert len(document["results"]) == 1  # bounds are fields of the one row
+    assert {"Acc low", "Acc high", "F1@50 high"} <= set(document["results"][0])
+    _csv_columns_keep_one_meaning(_run(capsys, *argv, "--format", "csv"))
+    argv = ("compare", truth, predictions, predictions, "--samples", "200")
+    document = json.loads(_run(capsys, *argv, "--format", "json"))
+    _check(document)
+    assert list(document["comparison"][0])[4:6] == ["low", "high"]  # the level is in summary
+    assert document["summary"]["confidence"] == 0.95
+
+
+def test_detection_schema(tmp_path, capsys):
+    database = {
+        "v_1": {"subset": "validation", "annotations": [
+            {"segment": [0.0, 5.0], "label": "jump"}, {"segment": [6.0, 9.0], "label": "run"}]},
+    }  # fmt: skip
+    results = {"v_1": [{"segment": [0.5, 5.0], "label": "jump", "score": 0.9}]}
+    (tmp_path / "gt.json").write_text(json.dumps({"database": database}))
+    (tmp_path / "sub.json").write_text(json.dumps({"results": results}))
+    argv = ("detection", tmp_path / "gt.json", tmp_path / "sub.json", "--per-class")
+    document = json.loads(_run(capsys, *argv, "--format", "json"))
+    _check(document)
+    assert document["map"][0]["name"] == "mAP"
+    thresholds = {c for c in document["map"][0] if c not in ("name",)}  # AP at each tIoU
+    _csv_columns_keep_one_meaning(_run(capsys, *argv, "--format", "csv"), thresholds)
