@@ -37,7 +37,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 GOLDEN_FILES = tuple(
     f"{name}.{ext}"
-    for name in ("ap", "dense", "detection", "online", "retrieval", "segmentation")
+    for name in (
+        "ap",
+        "dense",
+        "detection",
+        "online",
+        "retrieval",
+        "segmentation",
+        "unsupervised/tas",
+    )
     for ext in ("json", "npz")
 )
 
