@@ -96,3 +96,27 @@ def test_run_length_segments_equal_to_segments(background):
     fast = to_segments(jnp.asarray(labels), mask=jnp.asarray(mask), background=background)
     for name, got, want in zip(fast._fields, fast, plain):
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("background", [(256,), (300,), (65536,), (0, 300)])
+def test_a_background_label_outside_the_dtype_never_aliases_onto_a_real_label(dtype, background):
+    """Compared in int8, background 256 would wrap onto label 0 (issue #20, item 1)."""
+    from jaxseg import metrics
+
+    rng = np.random.default_rng(5)
+    targets = rng.integers(0, 3, (4, 40)) * (rng.random((4, 40)) < 0.9)
+    predictions = rng.integers(0, 3, (4, 40))
+    want = [
+        metrics.edit_score(targets, predictions, background=background),
+        metrics.segmental_f1(targets, predictions, background=background),
+    ]
+    narrow_t, narrow_p = targets.astype(dtype), predictions.astype(dtype)
+    got = [
+        metrics.edit_score(narrow_t, narrow_p, background=background),
+        metrics.segmental_f1(narrow_t, narrow_p, background=background),
+    ]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    if background[0] != 0:  # no label is background: the same as none at all
+        np.testing.assert_array_equal(got[0], metrics.edit_score(targets, predictions))

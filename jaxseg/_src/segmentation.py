@@ -206,7 +206,7 @@ def _statistics(
     legacy_asformer_end,
 ) -> SegmentationStatistics:
     """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only)."""
-    targets, predictions = checks.label_pair(targets, predictions)
+    targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
     static = static_arguments(
         targets.shape[-1],

@@ -158,9 +158,16 @@ def pack_bits(flags):
 def is_background(labels, background: tuple[int, ...]):
     """``labels`` in ``background`` (a static tuple), elementwise."""
     out = jnp.zeros(labels.shape, jnp.bool_)
-    for b in background:
+    for b in representable(background, labels.dtype):
         out = out | (labels == b)
     return out
+
+
+def representable(background: tuple[int, ...], dtype) -> tuple[int, ...]:
+    """The labels of ``background`` that ``dtype`` can hold: a label outside its range never
+    occurs (compared in ``dtype`` it would wrap onto a real label, 256 onto 0 in int8)."""
+    info = jnp.iinfo(dtype)
+    return tuple(b for b in background if info.min <= b <= info.max)
 
 
 def _valid_words(n, words: int):
@@ -247,9 +254,12 @@ class PairWords(NamedTuple):
 def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
     """The one pass over the frames of a sequence pair: every boundary the metrics need."""
 
+    present = representable(background, targets.dtype)
+
     def flags(now, before):
         t, p = now
-        labelled = [t == b for b in background] + [p == b for b in background]
+        never = jnp.zeros(t.shape, jnp.bool_)
+        labelled = [(x == b) if b in present else never for x in (t, p) for b in background]
         return (t != before[0], p != before[1], t == p, *labelled)
 
     changes_t, changes_p, correct, *labelled = pack_frame_flags(flags, (targets, predictions))
