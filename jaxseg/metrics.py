@@ -10,6 +10,15 @@ from jaxseg._src.frame import (
     precision,
     recall,
 )
+from jaxseg._src.grounding import (
+    grounding_iou,
+    grounding_recall,
+    highlight_average_precision,
+    highlight_hit_at_1,
+    moment_query_recall,
+    moment_retrieval_average_precision,
+)
+from jaxseg._src.proposals import ProposalCurve, proposal_average_recall
 from jaxseg._src.ranking import (
     average_precision,
     calibrated_average_precision,
@@ -34,6 +43,7 @@ from jaxseg._src.segmentation import (
 )
 
 __all__ = [
+    "ProposalCurve",
     "accuracy",
     "average_precision",
     "box_iou",
@@ -45,14 +55,21 @@ __all__ = [
     "edit_distance",
     "edit_score",
     "f1_score",
+    "grounding_iou",
+    "grounding_recall",
+    "highlight_average_precision",
+    "highlight_hit_at_1",
     "iou",
     "mean_average_precision",
     "mean_rank",
     "mean_reciprocal_rank",
     "median_rank",
+    "moment_query_recall",
+    "moment_retrieval_average_precision",
     "pixel_accuracy",
     "precision",
     "precision_recall_curve",
+    "proposal_average_recall",
     "recall",
     "recall_at_k",
     "retrieval_ranks",

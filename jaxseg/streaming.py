@@ -27,6 +27,16 @@ from jaxseg._src.ranking_streaming import (
     retrieval,
     top_k,
 )
+from jaxseg._src.streaming_grounding import (
+    GroundingState,
+    HighlightState,
+    MomentQueryState,
+    ProposalState,
+    grounding,
+    highlight,
+    moment_queries,
+    proposals,
+)
 from jaxseg._src.streaming_segmentation import (
     FrameState,
     SegmentationState,
@@ -43,6 +53,10 @@ __all__ = [
     "FrameBufferState",
     "FrameHistogramState",
     "FrameState",
+    "GroundingState",
+    "HighlightState",
+    "MomentQueryState",
+    "ProposalState",
     "RetrievalState",
     "SegmentationState",
     "TopKState",
@@ -50,6 +64,10 @@ __all__ = [
     "detection",
     "frame_average_precision",
     "frame_metrics",
+    "grounding",
+    "highlight",
+    "moment_queries",
+    "proposals",
     "retrieval",
     "segmentation",
     "to_int",

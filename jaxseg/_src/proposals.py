@@ -138,7 +138,7 @@ def proposal_average_recall(
     >>> curve = proposal_average_recall(
     ...     gt, props, jnp.array([[0.9, 0.8], [0.7, 0.6]]), max_average_proposals=2, at=(1, 2))
     >>> curve.at.tolist()
-    [0.4000000059604645, 1.0]
+    [0.45000001788139343, 0.949999988079071]
 
     References:
       Caba Heilbron et al., "ActivityNet", CVPR 2015 (``Evaluation/eval_proposal.py``,
