@@ -21,6 +21,29 @@ NLQ_THRESHOLDS = (0.3, 0.5)
 MQ_THRESHOLDS = (0.3, 0.5, 0.7)
 
 
+def _divide(numerator, denominator):
+    """``numerator / denominator`` in their float dtype (float64 stays float64), 0 where the
+    denominator is 0 (double ``where``: finite gradients)."""
+    nonzero = denominator != 0
+    return jnp.where(nonzero, numerator / jnp.where(nonzero, denominator, 1), 0)
+
+
+def fraction_sum(values, axis=-1):
+    """Sum of values in [0, 1] along ``axis``, the same bits whatever the batch shape.
+
+    XLA may add a float row in a different order for another batch shape (an ulp apart),
+    which would make streaming sums depend on the batching. In float32 each value is rounded
+    to a multiple of 2**-24 and the multiples are added as two exact int32 sums (high and low
+    12 bits; rows up to 2**19 values); float64 (``jax_enable_x64``) is summed as floats.
+    """
+    if values.dtype != jnp.float32:
+        return jnp.sum(values, axis=axis)
+    ticks = jnp.round(values * (1 << 24)).astype(jnp.int32)
+    high = jnp.sum(ticks >> 12, axis=axis, dtype=jnp.int32).astype(jnp.float32)
+    low = jnp.sum(ticks & 0xFFF, axis=axis, dtype=jnp.int32).astype(jnp.float32)
+    return (high * (1 << 12) + low) / (1 << 24)
+
+
 def hull_iou(a, b):
     """``[N, 2]`` x ``[M, 2]`` -> ``[N, M]``: intersection over the hull ``max(e) - min(s)``.
 
@@ -31,7 +54,7 @@ def hull_iou(a, b):
     b0, b1 = b[None, :, 0], b[None, :, 1]
     inter = jnp.maximum(jnp.minimum(a1, b1) - jnp.maximum(a0, b0), 0.0)
     hull = jnp.maximum(a1, b1) - jnp.minimum(a0, b0)
-    return safe_divide(inter, jnp.maximum(hull, 0.0), 0.0)
+    return _divide(inter, jnp.maximum(hull, 0.0))
 
 
 def union_iou(a, b):
@@ -39,12 +62,12 @@ def union_iou(a, b):
     a0, a1 = a[:, None, 0], a[:, None, 1]
     b0, b1 = b[None, :, 0], b[None, :, 1]
     inter = jnp.maximum(jnp.minimum(a1, b1) - jnp.maximum(a0, b0), 0.0)
-    return safe_divide(inter, (a1 - a0) + (b1 - b0) - inter, 0.0)
+    return _divide(inter, (a1 - a0) + (b1 - b0) - inter)
 
 
 def reaches(iou, thresholds, comparison):
     """``iou[..., None] > t`` (strict) or ``>= t`` (inclusive), thresholds on the last axis."""
-    t = jnp.asarray(thresholds, iou.dtype)
+    t = jnp.asarray(thresholds, iou.dtype).reshape((1,) * iou.ndim + (-1,))
     return iou[..., None] > t if comparison == "strict" else iou[..., None] >= t
 
 
@@ -229,8 +252,8 @@ def _ranked_ap(hits, keep, num_positives, dtype):
     tp = jnp.cumsum(hits.astype(jnp.int32), axis=0).astype(dtype)
     precision = jnp.where(keep[:, None], tp / rank[:, None], 0.0).T  # [T, P]
     envelope = suffix_max(precision)
-    total = jnp.sum(jnp.where(hits.T, envelope, 0.0), axis=-1)
-    return safe_divide(total, num_positives.astype(dtype), jnp.nan)
+    total = fraction_sum(jnp.where(hits.T, envelope, 0.0))
+    return jnp.where(num_positives > 0, _divide(total, num_positives.astype(dtype)), jnp.nan)
 
 
 def moment_retrieval_average_precision(
@@ -378,7 +401,7 @@ def _grouped_interpolated_ap(positive, scores, valid):
     precision = jnp.where(end[:, None], precision, 0.0)
     envelope = suffix_max(precision.T)  # [A, N]
     counted = (end[:, None] & (tp > before)).T
-    total = jnp.sum(jnp.where(counted, envelope, 0.0), axis=-1)
+    total = fraction_sum(jnp.where(counted, envelope, 0.0))
     return safe_divide(total, jnp.sum(counted, axis=-1, dtype=jnp.int32).astype(jnp.float32), 0.0)
 
 

@@ -43,7 +43,7 @@ def first_hits(gt, gm, proposals, scores, pm, thresholds):
     last = jnp.iinfo(jnp.int32).max
     order = stable_order(unsigned_keys(jnp.where(pm, descending_keys(scores), last)))
     iou = union_iou(proposals[order], gt)  # [P, G]
-    t = jnp.asarray(thresholds, iou.dtype)
+    t = jnp.asarray(thresholds, iou.dtype)[None, None, :]
     hit = (iou[..., None] >= t) & pm[order][:, None, None]
     rank = jnp.arange(1, iou.shape[0] + 1, dtype=jnp.int32)
     return jnp.min(jnp.where(hit, rank[:, None, None], iou.shape[0] + 1), axis=0)
