@@ -32,9 +32,14 @@ class Double(NamedTuple):
     exponent: jax.Array  # int32 [...]
 
 
+def _row(x, ndim):
+    """A 1-D array shaped ``[1] * ndim + [n]`` to broadcast against ``[..., n]``."""
+    return x.reshape((1,) * ndim + (-1,))
+
+
 def _bits_msb_first(x, width):
     """``int32 [...]`` -> its ``width`` low bits, most significant first, ``int32 [..., width]``."""
-    shifts = jnp.arange(width - 1, -1, -1, dtype=jnp.int32)
+    shifts = _row(jnp.arange(width - 1, -1, -1, dtype=jnp.int32), x.ndim)
     return (x[..., None] >> shifts) & 1
 
 
@@ -49,20 +54,23 @@ def _round(bits, exponent_of_last, sticky):
     """Rounds an integer given by ``bits [..., n]`` (MSB first) times ``2**exponent_of_last``,
     plus a sticky bit for anything lower, to a :class:`Double` (0 if every bit is 0)."""
     n = bits.shape[-1]
-    lead = jnp.argmax(bits, axis=-1)
+    lead = jnp.argmax(bits, axis=-1).astype(jnp.int32)
     padded = jnp.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, 54)])
-    window = jnp.take_along_axis(padded, lead[..., None] + jnp.arange(54), axis=-1)
-    later = jnp.arange(n) > (lead[..., None] + 53)
+    window = jnp.take_along_axis(
+        padded, lead[..., None] + _row(jnp.arange(54, dtype=jnp.int32), lead.ndim), -1
+    )
+    later = _row(jnp.arange(n, dtype=jnp.int32), lead.ndim) > (lead[..., None] + 53)
     rest = jnp.any((bits > 0) & later, axis=-1) | sticky
     weights = 1 << jnp.arange(LIMB - 1, -1, -1, dtype=jnp.int32)
     top = jnp.pad(window[..., :53], [(0, 0)] * (bits.ndim - 1) + [(3, 0)])  # 56 bits
     groups = top.reshape(*top.shape[:-1], LIMBS, LIMB)
-    limbs = jnp.sum(groups * weights, axis=-1, dtype=jnp.int32)[..., ::-1]
+    limbs = jnp.sum(groups * _row(weights, groups.ndim - 1), axis=-1, dtype=jnp.int32)[..., ::-1]
     lsb, round_bit = window[..., 52], window[..., 53]
     up = (round_bit > 0) & (rest | (lsb > 0))
     limbs = _add_small(limbs, up.astype(jnp.int32))
     overflow = limbs[..., LIMBS - 1] >> (53 - LIMB * (LIMBS - 1))  # mantissa reached 2**53
-    limbs = jnp.where(overflow[..., None] > 0, jnp.array([0, 0, 0, 1 << 10], jnp.int32), limbs)
+    power = _row(jnp.array([0, 0, 0, 1 << 10], jnp.int32), overflow.ndim)
+    limbs = jnp.where(overflow[..., None] > 0, power, limbs)
     exponent = exponent_of_last + (n - 1 - lead) - 52 + overflow
     nonzero = jnp.any(bits > 0, axis=-1)
     return Double(jnp.where(nonzero[..., None], limbs, 0), exponent.astype(jnp.int32))
@@ -118,7 +126,8 @@ def product(x: Double, y: Double) -> Double:
 def floor(x: Double) -> jax.Array:
     """``floor(x)`` as int32 (precondition: ``x < 2**31``)."""
     bits = _limbs_to_bits(x.limbs)[..., ::-1]  # least significant first, 56 bits
-    place = jnp.arange(bits.shape[-1], dtype=jnp.int32) + x.exponent[..., None]
+    place = _row(jnp.arange(bits.shape[-1], dtype=jnp.int32), x.exponent.ndim)
+    place = place + x.exponent[..., None]
     kept = (place >= 0) & (place < 31)
     return jnp.sum(jnp.where(kept, bits << jnp.clip(place, 0, 30), 0), axis=-1, dtype=jnp.int32)
 

@@ -390,7 +390,7 @@ def _grouped_interpolated_ap(positive, scores, valid):
     order = stable_order(unsigned_keys(keys))
     keys, valid = keys[order], valid[order]
     positive = positive[order] & valid[:, None]
-    index = jnp.arange(n)
+    index = jnp.arange(n, dtype=jnp.int32)
     nxt_differs = jnp.concatenate([keys[1:] != keys[:-1], jnp.ones((1,), bool)])
     end = valid & (nxt_differs | jnp.concatenate([~valid[1:], jnp.ones((1,), bool)]))
     start = jnp.concatenate([jnp.ones((1,), bool), end[:-1]])

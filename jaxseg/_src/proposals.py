@@ -168,9 +168,12 @@ def proposal_average_recall(
         kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
         budget = steps[jnp.where(has_targets, kept[count], 0)]  # [V, J], nondecreasing in j
         first_step = jax.vmap(jnp.searchsorted)(budget, first.reshape(first.shape[0], -1))
+        first_step = first_step.astype(jnp.int32)
         first_step = first_step.reshape(first.shape)  # [V, G, T]: steps j < first_step miss
         weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
-        index = jnp.arange(len(thresholds)) * (STEPS + 1) + first_step
+        index = (
+            jnp.arange(len(thresholds), dtype=jnp.int32)[None, None, :] * (STEPS + 1) + first_step
+        )
         histogram = jnp.zeros(len(thresholds) * (STEPS + 1), jnp.int32).at[index].add(weight)
         recalled = jnp.cumsum(histogram.reshape(len(thresholds), STEPS + 1), axis=-1)[:, :STEPS]
         num_targets = jnp.sum(gm, dtype=jnp.int32)

@@ -327,7 +327,8 @@ def proposals(
         count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
         has_targets = jnp.any(gm, axis=-1)
         videos = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
-        index = (count[:, None, None] * (capacity + 2) + first) * num_t + jnp.arange(num_t)
+        lane = jnp.arange(num_t, dtype=jnp.int32)[None, None, :]
+        index = (count[:, None, None] * (capacity + 2) + first) * num_t + lane
         weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
         hist = jnp.zeros((capacity + 1) * (capacity + 2) * num_t, jnp.int32).at[index].add(weight)
         return ProposalState(
@@ -343,7 +344,7 @@ def proposals(
         all_proposals = _int32(state.proposals)
         kept, total, steps, pcn = budgets(num_videos, all_proposals, videos, capacity, max_average)
         budget = steps[kept]  # [n, J]: proposals used at step j by a video with n proposals
-        rank = jnp.arange(capacity + 2)
+        rank = jnp.arange(capacity + 2, dtype=jnp.int32)
         used = rank[None, :, None] <= budget[:, None, :]  # [n, r, J]
         first = counting.to_float(state.first)  # [n, r, T]
         recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype))
