@@ -169,7 +169,7 @@ def grounding_recall(
         rank = jnp.cumsum(pm.astype(jnp.int32))
         within = pm[None, :] & (rank[None, :] <= jnp.asarray(ks, jnp.int32)[:, None])  # [K, P]
         hit = reaches(_best_iou(gt, gm, pred), thresholds, comparison)  # [P, T]
-        out = jnp.any(within[None, :, :] & hit.T[:, None, :], axis=-1).astype(jnp.float32)
+        out = jnp.any(within[None, :, :] & hit.T[:, None, :], axis=-1).astype(gt.dtype)
         return jnp.where(jnp.any(gm), out, jnp.nan)
 
     return batching.lift(one, (gt, gm, pred, pm), (2, 1, 2, 1))
