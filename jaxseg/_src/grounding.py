@@ -292,7 +292,7 @@ def moment_retrieval_average_precision(
     >>> pred = jnp.array([[0.0, 9.0], [40.0, 50.0], [20.0, 30.0]])
     >>> moment_retrieval_average_precision(
     ...     gt, pred, jnp.array([0.9, 0.8, 0.7]), iou_thresholds=(0.5, 0.95)).tolist()
-    [0.8333333730697632, 0.1666666716337204]
+    [0.8333333730697632, 0.1666666865348816]
 
     References:
       Lei et al., "QVHighlights / Moment-DETR", NeurIPS 2021 (``standalone_eval/eval.py``,

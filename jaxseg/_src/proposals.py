@@ -10,6 +10,7 @@ every recall. Nothing loops over videos or steps.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -157,31 +158,32 @@ def proposal_average_recall(
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )
-    capacity = props.shape[-2]
 
-    def one_dataset(gt, gm, props, scores, pm):
-        first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
-        has_targets = jnp.any(gm, axis=-1)
-        count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
-        counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
-        num_videos = jnp.sum(has_targets, dtype=jnp.int32)
-        kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
-        budget = steps[jnp.where(has_targets, kept[count], 0)]  # [V, J], nondecreasing in j
-        first_step = jax.vmap(jnp.searchsorted)(budget, first.reshape(first.shape[0], -1))
-        first_step = first_step.astype(jnp.int32)
-        first_step = first_step.reshape(first.shape)  # [V, G, T]: steps j < first_step miss
-        weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
-        index = (
-            jnp.arange(len(thresholds), dtype=jnp.int32)[None, None, :] * (STEPS + 1) + first_step
-        )
-        histogram = jnp.zeros(len(thresholds) * (STEPS + 1), jnp.int32).at[index].add(weight)
-        recalled = jnp.cumsum(histogram.reshape(len(thresholds), STEPS + 1), axis=-1)[:, :STEPS]
-        num_targets = jnp.sum(gm, dtype=jnp.int32)
-        return curve_from_recalled(
-            recalled, num_targets, num_videos, total, pcn, at_index, gt.dtype
-        )
-
+    one_dataset = functools.partial(
+        _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
+    )
     return batching.lift(one_dataset, (gt, gm, props, scores, pm), (3, 2, 3, 2, 2))
+
+
+def _dataset_curve(gt, gm, props, scores, pm, *, thresholds, max_average, at_index):
+    """:class:`ProposalCurve` of one dataset ``[V, ...]``."""
+    capacity = props.shape[-2]
+    first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
+    has_targets = jnp.any(gm, axis=-1)
+    count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
+    counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
+    num_videos = jnp.sum(has_targets, dtype=jnp.int32)
+    kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
+    budget = steps[jnp.where(has_targets, kept[count], 0)]  # [V, J], nondecreasing in j
+    first_step = jax.vmap(jnp.searchsorted)(budget, first.reshape(first.shape[0], -1))
+    first_step = first_step.astype(jnp.int32).reshape(first.shape)  # [V, G, T]: j < it miss
+    weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
+    lane = jnp.arange(len(thresholds), dtype=jnp.int32)[None, None, :]
+    index = lane * (STEPS + 1) + first_step
+    histogram = jnp.zeros(len(thresholds) * (STEPS + 1), jnp.int32).at[index].add(weight)
+    recalled = jnp.cumsum(histogram.reshape(len(thresholds), STEPS + 1), axis=-1)[:, :STEPS]
+    num_targets = jnp.sum(gm, dtype=jnp.int32)
+    return curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, gt.dtype)
 
 
 def _dataset_inputs(targets, proposals, scores, target_mask, proposal_mask):

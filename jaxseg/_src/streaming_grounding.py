@@ -322,45 +322,43 @@ def proposals(
         gt, gm, props, pm, scores = (
             _flat(x, c) for x, c in ((gt, 2), (gm, 1), (props, 2), (pm, 1), (scores, 1))
         )
-        first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
-        first = jnp.where(first > props.shape[-2], capacity + 1, first)
-        count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
-        has_targets = jnp.any(gm, axis=-1)
-        videos = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
-        lane = jnp.arange(num_t, dtype=jnp.int32)[None, None, :]
-        index = (count[:, None, None] * (capacity + 2) + first) * num_t + lane
-        weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
-        hist = jnp.zeros((capacity + 1) * (capacity + 2) * num_t, jnp.int32).at[index].add(weight)
-        return ProposalState(
-            counting.add(state.videos, videos),
-            counting.add(state.first, hist.reshape(capacity + 1, capacity + 2, num_t)),
-            counting.add(state.proposals, jnp.sum(count, dtype=jnp.int32)),
-            counting.add(state.targets, jnp.sum(gm, dtype=jnp.int32)),
-        )
+        increments = _histograms(gt, gm, props, scores, pm, thresholds, capacity)
+        return ProposalState(*(counting.add(c, x) for c, x in zip(state, increments, strict=True)))
 
     def compute(state):
-        videos = _int32(state.videos)
-        num_videos = jnp.sum(videos, dtype=jnp.int32)
-        all_proposals = _int32(state.proposals)
-        kept, total, steps, pcn = budgets(num_videos, all_proposals, videos, capacity, max_average)
-        budget = steps[kept]  # [n, J]: proposals used at step j by a video with n proposals
-        rank = jnp.arange(capacity + 2, dtype=jnp.int32)
-        used = rank[None, :, None] <= budget[:, None, :]  # [n, r, J]
-        first = counting.to_float(state.first)  # [n, r, T]
-        recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype))
-        curve = curve_from_recalled(
-            recalled,
-            _int32(state.targets),
-            num_videos,
-            total,
-            pcn,
-            at_index,
-            jnp.float32,
-        )
-        return {
-            **curve._asdict(),
-            "videos": num_videos,
-            "targets": counting.to_float(state.targets),
-        }
+        return _curve_from_histograms(state, capacity, max_average, at_index)
 
     return Accumulator(init, update, merge_states, compute)
+
+
+def _histograms(gt, gm, props, scores, pm, thresholds, capacity):
+    """One batch's increments of the :class:`ProposalState` fields."""
+    num_t = len(thresholds)
+    first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
+    first = jnp.where(first > props.shape[-2], capacity + 1, first)
+    count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
+    has_targets = jnp.any(gm, axis=-1)
+    videos = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
+    lane = jnp.arange(num_t, dtype=jnp.int32)[None, None, :]
+    index = (count[:, None, None] * (capacity + 2) + first) * num_t + lane
+    weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
+    hist = jnp.zeros((capacity + 1) * (capacity + 2) * num_t, jnp.int32).at[index].add(weight)
+    hist = hist.reshape(capacity + 1, capacity + 2, num_t)
+    return videos, hist, jnp.sum(count, dtype=jnp.int32), jnp.sum(gm, dtype=jnp.int32)
+
+
+def _curve_from_histograms(state, capacity, max_average, at_index) -> dict:
+    """The proposal curve (as a dict) from the histograms of a :class:`ProposalState`."""
+    videos = _int32(state.videos)
+    num_videos = jnp.sum(videos, dtype=jnp.int32)
+    kept, total, steps, pcn = budgets(
+        num_videos, _int32(state.proposals), videos, capacity, max_average
+    )
+    budget = steps[kept]  # [n, J]: proposals used at step j by a video with n proposals
+    rank = jnp.arange(capacity + 2, dtype=jnp.int32)
+    used = rank[None, :, None] <= budget[:, None, :]  # [n, r, J]
+    first = counting.to_float(state.first)  # [n, r, T]
+    recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype))
+    targets = _int32(state.targets)
+    curve = curve_from_recalled(recalled, targets, num_videos, total, pcn, at_index, jnp.float32)
+    return {**curve._asdict(), "videos": num_videos, "targets": counting.to_float(state.targets)}
