@@ -78,17 +78,21 @@ def _windows(name, value, min_ndim):
     return value
 
 
-def query_inputs(targets, predictions, target_mask, prediction_mask, scores=None):
-    """Validates one query's windows (``[..., G, 2]``, ``[..., P, 2]``) and masks."""
+def query_inputs(
+    targets, predictions, target_mask, prediction_mask, scores=None, *, name="predictions"
+):
+    """Validates one query's windows (``[..., G, 2]``, ``[..., P, 2]``) and masks; ``name``
+    is how errors call the predictions (``"proposals"``: masks ``proposal_mask``)."""
+    mask_name = "prediction_mask" if name == "predictions" else name[:-1] + "_mask"
     targets = _windows("targets", targets, 2)
-    predictions = _windows("predictions", predictions, 2)
+    predictions = _windows(name, predictions, 2)
     if targets.shape[:-2] != predictions.shape[:-2]:
         raise ValueError(
-            f"targets [..., G, 2] and predictions [..., P, 2] must share [...], got "
+            f"targets [..., G, 2] and {name} [..., P, 2] must share [...], got "
             f"{targets.shape} and {predictions.shape}."
         )
     target_mask = checks.as_mask(target_mask, targets.shape[:-1], "target_mask")
-    prediction_mask = checks.as_mask(prediction_mask, predictions.shape[:-1], "prediction_mask")
+    prediction_mask = checks.as_mask(prediction_mask, predictions.shape[:-1], mask_name)
     if target_mask is None:
         target_mask = jnp.ones(targets.shape[:-1], bool)
     if prediction_mask is None:

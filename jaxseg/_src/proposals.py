@@ -190,4 +190,4 @@ def _dataset_inputs(targets, proposals, scores, target_mask, proposal_mask):
     for name, x in (("targets", targets), ("proposals", proposals)):
         if jnp.ndim(x) < 3:
             raise ValueError(f"{name} must have shape [..., V, N, 2], got {jnp.shape(x)}.")
-    return query_inputs(targets, proposals, target_mask, proposal_mask, scores)
+    return query_inputs(targets, proposals, target_mask, proposal_mask, scores, name="proposals")
