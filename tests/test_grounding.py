@@ -342,3 +342,58 @@ def test_streaming_highlight_and_moment_queries(golden):
     np.testing.assert_allclose(
         np.asarray(acc.compute(one)["recall"]), counts / a["gt_mask"].sum(), atol=1e-7
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Ego4D moment queries: numbers computed by the reference code itself, outside the repository:
+# EGO4D/episodic-memory @5275b9570a3d77884e8685bad474309f7778db1f,
+# MQ/Evaluation/ego4d/get_retrieval_performance.py, Moment_Retrieval(gt, pred,
+# subset="val").evaluate() (numpy 2.4.6) on the files _ego4d_mq_case() writes (seed 2226).
+# ---------------------------------------------------------------------------------------------
+EGO4D_MQ_EXPECTED = [  # [tIoU 0.3, 0.5, 0.7][Rank 1x..5x]
+    [0.56, 0.68, 0.68, 0.72, 0.72],
+    [0.08, 0.24, 0.24, 0.28, 0.3],
+    [0.06, 0.12, 0.12, 0.12, 0.12],
+]
+
+
+def _ego4d_mq_case():
+    """(clip, label) -> (targets, predictions in file order), as the reference groups them."""
+    rng = np.random.default_rng(2226)
+    queries = {}
+    for c in range(10):
+        anns, preds = [], []
+        for label in ("a", "b", "c"):
+            if rng.random() < 0.25 and label != "a":
+                continue
+            for _ in range(int(rng.integers(1, 4))):
+                s = int(rng.integers(0, 40))
+                anns.append((label, float(s), float(s + rng.integers(2, 12))))
+            for _ in range(int(rng.integers(1, 13))):
+                s = int(rng.integers(0, 40))
+                preds.append((label, float(s), float(s + rng.integers(1, 12))))
+                rng.random()  # the score (unused by the reference's recall)
+        for label, s, e in anns[:2]:  # halves of targets: IoU exactly 0.5
+            preds.insert(0, (label, s, (s + e) / 2))
+        for label in sorted({a[0] for a in anns}):
+            queries[(c, label)] = (
+                [a[1:] for a in anns if a[0] == label],
+                [p[1:] for p in preds if p[0] == label],
+            )
+    return list(queries.values())
+
+
+def test_moment_queries_equal_the_ego4d_script():
+    queries = _ego4d_mq_case()
+    gt, gm = _pad([np.array(q[0]) for q in queries], 4)
+    pred, pm = _pad([np.array(q[1]) if q[1] else np.zeros((0, 2)) for q in queries], 16)
+    counts = M.moment_query_recall(
+        gt.astype(np.float32), pred.astype(np.float32), target_mask=gm, prediction_mask=pm
+    )
+    recall = np.asarray(counts).sum(axis=0) / gm.sum()
+    np.testing.assert_allclose(recall, EGO4D_MQ_EXPECTED, atol=1e-12)
+    acc = streaming.moment_queries()
+    state = acc.update(acc.init(), gt, pred, target_mask=gm, prediction_mask=pm)
+    np.testing.assert_allclose(
+        np.asarray(acc.compute(state)["recall"]), EGO4D_MQ_EXPECTED, atol=1e-6
+    )
