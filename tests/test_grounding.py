@@ -397,3 +397,23 @@ def test_moment_queries_equal_the_ego4d_script():
     np.testing.assert_allclose(
         np.asarray(acc.compute(state)["recall"]), EGO4D_MQ_EXPECTED, atol=1e-6
     )
+
+
+@pytest.mark.multidevice
+def test_sharded_updates_equal_one_device():
+    """jit over a sharded batch and shard_map + psum, on 8 simulated CPU devices, for the
+    grounding, highlight, moment-query and proposal accumulators (a subprocess: the device
+    count must be set before JAX is imported)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    script = pathlib.Path(__file__).with_name("_sharded_grounding_check.py")
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    env.pop("JAX_ENABLE_X64", None)
+    result = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.count("ok: ") == 4

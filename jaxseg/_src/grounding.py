@@ -14,7 +14,7 @@ from jax import lax
 from jaxseg._src import batching, checks
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
 from jaxseg._src.numerics import safe_divide
-from jaxseg._src.ranking import descending_keys, stable_order, suffix_max, unsigned_keys
+from jaxseg._src.ranking import descending_keys, stable_order, unsigned_keys
 
 COMPARISONS = ("strict", "inclusive")
 NLQ_THRESHOLDS = (0.3, 0.5)
@@ -42,6 +42,25 @@ def fraction_sum(values, axis=-1):
     high = jnp.sum(ticks >> 12, axis=axis, dtype=jnp.int32).astype(jnp.float32)
     low = jnp.sum(ticks & 0xFFF, axis=axis, dtype=jnp.int32).astype(jnp.float32)
     return (high * (1 << 12) + low) / (1 << 24)
+
+
+def running_max(x, *, reverse=False):
+    """Running maximum along the last axis (from the end with ``reverse``) by log-step
+    doubling: ``ceil(log2 N)`` shifted maxima, no loop carry (so it runs unchanged inside
+    ``shard_map``), for the short rows here (predictions, clips)."""
+    n, shift = x.shape[-1], 1
+    low = jnp.full(
+        (*x.shape[:-1], 1), -jnp.inf if x.dtype.kind == "f" else jnp.iinfo(x.dtype).min, x.dtype
+    )
+    while shift < n:
+        pad = jnp.repeat(low, shift, axis=-1)
+        if reverse:
+            moved = jnp.concatenate([x[..., shift:], pad], axis=-1)
+        else:
+            moved = jnp.concatenate([pad, x[..., :-shift]], axis=-1)
+        x = jnp.maximum(x, moved)
+        shift *= 2
+    return x
 
 
 def hull_iou(a, b):
@@ -246,7 +265,7 @@ def _greedy_hits(iou, keep, thresholds):
         hit = jnp.any(candidate, axis=-1)
         return locked | (jax.nn.one_hot(best, num_targets, dtype=bool) & hit[:, None]), hit
 
-    locked = jnp.zeros((t.shape[0], num_targets), bool)
+    locked = jnp.zeros((t.shape[0], num_targets), bool) & (iou[:1] > 2)  # varying in shard_map
     return lax.scan(step, locked, (iou, keep))[1]
 
 
@@ -255,7 +274,7 @@ def _ranked_ap(hits, keep, num_positives, dtype):
     rank = jnp.arange(1, hits.shape[0] + 1, dtype=dtype)
     tp = jnp.cumsum(hits.astype(jnp.int32), axis=0).astype(dtype)
     precision = jnp.where(keep[:, None], tp / rank[:, None], 0.0).T  # [T, P]
-    envelope = suffix_max(precision)
+    envelope = running_max(precision, reverse=True)
     total = fraction_sum(jnp.where(hits.T, envelope, 0.0))
     return jnp.where(num_positives > 0, _divide(total, num_positives.astype(dtype)), jnp.nan)
 
@@ -399,11 +418,11 @@ def _grouped_interpolated_ap(positive, scores, valid):
     end = valid & (nxt_differs | jnp.concatenate([~valid[1:], jnp.ones((1,), bool)]))
     start = jnp.concatenate([jnp.ones((1,), bool), end[:-1]])
     tp = jnp.cumsum(positive.astype(jnp.int32), axis=0)  # [N, A]
-    first = lax.cummax(jnp.where(start, index, 0))
+    first = running_max(jnp.where(start, index, 0))
     before = jnp.where(first[:, None] > 0, tp[jnp.maximum(first - 1, 0)], 0)
     precision = tp.astype(jnp.float32) / (index + 1).astype(jnp.float32)[:, None]
     precision = jnp.where(end[:, None], precision, 0.0)
-    envelope = suffix_max(precision.T)  # [A, N]
+    envelope = running_max(precision.T, reverse=True)  # [A, N]
     counted = (end[:, None] & (tp > before)).T
     total = fraction_sum(jnp.where(counted, envelope, 0.0))
     return safe_divide(total, jnp.sum(counted, axis=-1, dtype=jnp.int32).astype(jnp.float32), 0.0)
