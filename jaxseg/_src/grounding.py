@@ -145,11 +145,12 @@ def grounding_recall(
 ) -> jax.Array:
     r"""Recall@k at tIoU of one grounding query: is one of its first k predictions a hit?
 
-    :math:`R@k,t = [\exists\, i \le k: \max_g \mathrm{IoU}(p_i, g) \succ t]` with
+    :math:`R@k,t = [\exists\, i \le k: \mathrm{IoU}(p_i, g^*_i) \succ t]` with
     :math:`\succ` ``>`` (``comparison="strict"``, Ego4D NLQ) or ``>=`` (``"inclusive"``,
     Moment-DETR MR-R1, ActionFormer); IoU = intersection / hull ``max(e) - min(s)`` (the true
     IoU where the windows overlap). Predictions count in list (rank) order, masked ones
-    removed; fewer than k predictions means all of them. The dataset value is the mean over
+    removed; fewer than k predictions means all of them; :math:`g^*_i` is the target of
+    highest true IoU with :math:`p_i`. The dataset value is the mean over
     queries (``jnp.nanmean``, or :func:`jaxseg.streaming.grounding`).
 
     Args:
@@ -177,11 +178,12 @@ def grounding_recall(
       ``evaluate_nlq_performance``); Lei et al., "QVHighlights / Moment-DETR", NeurIPS 2021
       (``standalone_eval/eval.py``, ``compute_mr_r1``: R1@t is ``k=(1,)``, inclusive).
 
-    Notes: with several targets the reference NLQ code uses one window; Moment-DETR's MR-R1
-    picks the target of highest true IoU and recomputes the IoU over the hull, which is the
-    maximum over targets taken here. IoUs are float32: a tIoU within ~1e-7 of a threshold may
-    be decided differently from the float64 reference. A 0-length hull gives IoU 0 (Ego4D: NaN,
-    never a hit).
+    Notes: with several targets, each prediction is compared with the target of highest true
+    IoU (the first on ties), the IoU then recomputed over the hull, as Moment-DETR's MR-R1 does
+    (Ego4D NLQ has one target per query). IoUs follow the input dtype: in float32 a tIoU within
+    ~1e-7 of a threshold may be decided differently from the float64 references; with
+    ``jax_enable_x64`` and float64 windows the decisions are theirs. A 0-length hull gives IoU
+    0 (Ego4D: NaN, never a hit).
     """
     ks = _static_ks(k)
     thresholds = static_iou_thresholds(iou_thresholds)
@@ -216,7 +218,7 @@ def grounding_iou(
 ) -> jax.Array:
     r"""IoU of a query's top-1 prediction with its best target (the mean over queries is mIoU).
 
-    :math:`\max_g \cap(p_1, g) / (\max(e) - \min(s))`, with :math:`p_1` the first valid
+    :math:`\cap(p_1, g^*) / (\max(e) - \min(s))`, with :math:`p_1` the first valid
     prediction in list order (Ego4D NLQ's ``mIoU``; the hull equals the union whenever the
     windows overlap).
 
@@ -238,8 +240,9 @@ def grounding_iou(
       ``np.mean(np.sort(overlap[0])[-3:])``, i.e. of the first prediction's IoU).
 
     Notes: a 0-length hull gives 0 (Ego4D: NaN, which makes its mean NaN). Several targets:
-    the maximum over them (Ego4D has one per query). Scripts that average the IoU of the
-    best-of-k predictions, or of the prediction of highest score, compute other numbers.
+    the one of highest true IoU, as :func:`grounding_recall` (Ego4D has one per query).
+    Scripts that average the IoU of the best-of-k predictions, or of the prediction of highest
+    score, compute other numbers.
     """
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
 
@@ -324,7 +327,9 @@ def moment_retrieval_average_precision(
     Notes: the reference drops a query without predictions from the mean (here it scores 0), and
     gives NaN for one without targets (here NaN too, i.e. a padding query: mask targets outside
     a length range to get the reference's short/middle/long subsets). Equal scores keep list
-    order, as the reference's stable sort. IoUs are float32.
+    order, as the reference's stable sort. IoUs follow the input dtype (see
+    :func:`grounding_recall`); in float32 the sum over the ranked list is taken in fixed point
+    (``2**-24``) so that a query's AP does not depend on the batch shape.
     """
     thresholds = static_iou_thresholds(iou_thresholds)
     max_predictions = checks.static_int(
