@@ -11,6 +11,15 @@ from jaxseg._src.frame import (
     precision,
     recall,
 )
+from jaxseg._src.grounding import (
+    grounding_iou,
+    grounding_recall,
+    highlight_average_precision,
+    highlight_hit_at_1,
+    moment_query_recall,
+    moment_retrieval_average_precision,
+)
+from jaxseg._src.proposals import ProposalCurve, proposal_average_recall
 from jaxseg._src.ranking import (
     average_precision,
     calibrated_average_precision,
@@ -41,6 +50,7 @@ from jaxseg._src.unsupervised import (
 )
 
 __all__ = [
+    "ProposalCurve",
     "accuracy",
     "asot_hungarian_scores",
     "average_precision",
@@ -55,16 +65,23 @@ __all__ = [
     "edit_score",
     "f1_score",
     "global_hungarian_scores",
+    "grounding_iou",
+    "grounding_recall",
+    "highlight_average_precision",
+    "highlight_hit_at_1",
     "hungarian_matching",
     "iou",
     "mean_average_precision",
     "mean_rank",
     "mean_reciprocal_rank",
     "median_rank",
+    "moment_query_recall",
+    "moment_retrieval_average_precision",
     "per_video_hungarian_scores",
     "pixel_accuracy",
     "precision",
     "precision_recall_curve",
+    "proposal_average_recall",
     "recall",
     "recall_at_k",
     "retrieval_ranks",

@@ -1,6 +1,7 @@
 """The ``jaxseg`` command line: ``evaluate`` and ``compare`` (action segmentation on files).
 
-``jaxseg detection`` lives in :mod:`jaxseg._src.cli_detection`.
+``jaxseg detection`` lives in :mod:`jaxseg._src.cli_detection`, ``jaxseg grounding`` in
+:mod:`jaxseg._src.cli_grounding`.
 
 Results go to stdout (or ``--output``), everything else (progress, notes, errors) to stderr, so
 ``jaxseg evaluate ... --format json | jq`` works. Problems with the user's files end the
@@ -194,7 +195,7 @@ _CACHE_NOTE = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jaxseg`` command."""
-    from jaxseg._src import cli_detection, cli_unsupervised
+    from jaxseg._src import cli_detection, cli_grounding, cli_unsupervised
 
     parser = argparse.ArgumentParser(
         prog="jaxseg",
@@ -285,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_arguments(compare)
 
     cli_detection.add_parser(commands, _add_output_arguments)
+    cli_grounding.add_parser(commands, _add_output_arguments)
     return parser
 
 
@@ -755,16 +757,17 @@ def _out_of_device_memory(error: Exception) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
-    from jaxseg._src import cli_detection
+    from jaxseg._src import cli_detection, cli_grounding
 
     args = build_parser().parse_args(argv)
     commands = {
         "evaluate": _run_evaluate,
         "compare": _run_compare,
         "detection": cli_detection.run,
+        "grounding": cli_grounding.run,
     }
     try:
-        if args.command == "detection":  # the others load JAX while they read their files
+        if args.command in ("detection", "grounding"):  # the others load JAX while reading
             _load_jax()
         return commands[args.command](args)
     except InputError as error:

@@ -72,6 +72,29 @@ def add_parser(commands, add_output_arguments) -> None:
         "--online", action="store_true", help="per-frame online detection (mAP and cAP)"
     )
     parser.add_argument(
+        "--proposals",
+        action="store_true",
+        help="temporal action proposals (PREDICTIONS: ActivityNet proposal JSON, "
+        "{'results': {video: [{'segment', 'score'}]}}): average recall AR@AN and AUC, "
+        "ActivityNet's eval_proposal.py",
+    )
+    parser.add_argument(
+        "--max-proposals",
+        type=int,
+        default=100,
+        metavar="M",
+        help="proposals: average number of proposals per video of the curve's end (default "
+        "100, ActivityNet; 1000 for THUMOS-14's AR@50..1000)",
+    )
+    parser.add_argument(
+        "--at",
+        nargs="+",
+        type=int,
+        metavar="AN",
+        help="proposals: AR at these average numbers of proposals (default 1 5 10 100, or the "
+        "multiples of M/100 among 1 5 10 50 100 200 500 1000)",
+    )
+    parser.add_argument(
         "--subset",
         default="validation",
         help="ground-truth subset to evaluate (default: validation; 'all' for every video)",
@@ -453,7 +476,12 @@ def _online(args) -> reports.Report:
 def run(args: argparse.Namespace) -> int:
     """Runs ``jaxseg detection``; returns the exit status."""
     reports.check_output(args.output)
-    report = _online(args) if args.online else _offline(args)
+    if args.proposals:
+        from jaxseg._src.cli_grounding import proposal_report
+
+        report = proposal_report(args)
+    else:
+        report = _online(args) if args.online else _offline(args)
     text = reports.render(report, args.format, decimals=args.decimals)
     reports.emit(text, args.output, quiet=args.quiet)
     return 0

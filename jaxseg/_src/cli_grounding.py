@@ -1,0 +1,515 @@
+"""``jaxseg grounding`` (Ego4D NLQ JSON, QVHighlights / Moment-DETR JSONL) and the proposal
+files of ``jaxseg detection --proposals`` (ActivityNet JSON).
+
+Files are read into padded tables on the host and scored by the jaxseg metrics in float64
+(``jax.enable_x64``), the arithmetic of the reference scripts, so that a tIoU equal to a
+threshold is decided as they decide it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from jaxseg._src import report as reports
+from jaxseg._src.io_files import InputError
+
+MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
+SALIENCY_MINIMA = {"Fair": 2, "Good": 3, "VeryGood": 4}
+
+
+def add_parser(commands, add_output_arguments) -> None:
+    """Adds the ``grounding`` subcommand to the ``jaxseg`` parser."""
+    parser = commands.add_parser(
+        "grounding",
+        help="temporal grounding / moment retrieval: Recall@k at tIoU and mIoU (Ego4D NLQ), "
+        "MR-R1, MR-mAP, HL-mAP and HL-Hit@1 (QVHighlights / Moment-DETR)",
+        description="Ego4D NLQ (JSON files): Recall@k at tIoU > t (strict, as "
+        "evaluate_ego4d_nlq.py) and mIoU of the top prediction, over the predicted queries. "
+        "QVHighlights (JSONL files): Moment-DETR's standalone_eval numbers, MR-R1@t (IoU >= t), "
+        "MR-mAP over tIoU 0.5:0.05:0.95 (full and short/middle/long windows), HL-mAP and "
+        "HL-Hit@1 at minimum saliency Fair/Good/VeryGood. Computed in float64, as the scripts.",
+    )
+    parser.add_argument(
+        "ground_truth",
+        metavar="GROUND_TRUTH",
+        help="Ego4D NLQ annotations JSON ({'videos': [{'clips': [{'clip_uid', 'annotations': "
+        "[{'annotation_uid', 'language_queries': [{'clip_start_sec', 'clip_end_sec'}]}]}]}]}) "
+        "or QVHighlights JSONL (qid, duration, relevant_windows, relevant_clip_ids, "
+        "saliency_scores)",
+    )
+    parser.add_argument(
+        "predictions",
+        metavar="PREDICTIONS",
+        help="Ego4D NLQ predictions JSON ({'results': [{'clip_uid', 'annotation_uid', "
+        "'query_idx', 'predicted_times': [[start, end], ...]}]}) or a Moment-DETR submission "
+        "JSONL (qid, pred_relevant_windows [[start, end, score], ...], pred_saliency_scores)",
+    )
+    parser.add_argument(
+        "--thresholds",
+        nargs="+",
+        type=float,
+        default=(0.3, 0.5),
+        metavar="TIOU",
+        help="NLQ: tIoU thresholds (default 0.3 0.5)",
+    )
+    parser.add_argument(
+        "--top-k",
+        nargs="+",
+        type=int,
+        default=(1, 5),
+        metavar="K",
+        help="NLQ: k of Recall@k (default 1 5)",
+    )
+    add_output_arguments(parser)
+
+
+# ------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------
+def load_json(path: Path, what: str):
+    """A JSON document, or an :class:`InputError` naming the file and line."""
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    try:
+        return json.loads(path.read_bytes())
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
+        ) from None
+
+
+def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
+    """(line number, object) of every non-blank line of a JSON Lines file."""
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(
+                f"{path}:{number}: not a JSON object ({error.msg}, column {error.colno})"
+            ) from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+        rows.append((number, row))
+    if not rows:
+        raise InputError(f"{path}: {what} holds no line")
+    return rows
+
+
+def window(where: str, value, *, scored: bool = False) -> tuple[float, ...]:
+    """``[start, end]`` (``[start, end, score]`` when ``scored``) as floats, start <= end."""
+    size = 3 if scored else 2
+    ok = (
+        isinstance(value, (list, tuple))
+        and len(value) >= size
+        and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+            for x in value[:size]
+        )
+    )
+    if not ok or value[1] < value[0]:
+        shape = "[start, end, score]" if scored else "[start, end]"
+        raise InputError(f"{where}: expected {shape} with start <= end, got {value!r}")
+    return tuple(float(x) for x in value[:size])
+
+
+def pad(rows: list[list[tuple[float, ...]]], width: int | None = None):
+    """Lists of tuples -> float64 ``[N, W, len]`` table and bool ``[N, W]`` mask."""
+    size = max((len(r[0]) for r in rows if r), default=2)
+    width = max(1, max((len(r) for r in rows), default=1)) if width is None else width
+    table = np.zeros((len(rows), width, size), np.float64)
+    mask = np.zeros((len(rows), width), bool)
+    for i, r in enumerate(rows):
+        if r:
+            table[i, : len(r)] = r
+            mask[i, : len(r)] = True
+    return table, mask
+
+
+def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
+    value = row.get(key) if isinstance(row, dict) else None
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise InputError(f"{path}: {where}: '{key}' must be {what}, got {value!r}")
+    return value
+
+
+def read_nlq(ground_truth: Path, predictions: Path):
+    """Ego4D NLQ annotations and predictions -> (targets [Q, 1, 2], predictions [Q, P, 2],
+    mask [Q, P], number of annotated queries); one row per prediction entry, as the script."""
+    document = load_json(ground_truth, "ground-truth file")
+    if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
+        raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
+    queries: dict[tuple[str, str], list] = {}
+    for v, video in enumerate(document["videos"]):
+        for c, clip in enumerate(
+            _field(ground_truth, f"videos[{v}]", video, "clips", list, "a list")
+        ):
+            where = f"videos[{v}].clips[{c}]"
+            uid = _field(ground_truth, where, clip, "clip_uid", str, "a string")
+            for a, ann in enumerate(
+                _field(ground_truth, where, clip, "annotations", list, "a list")
+            ):
+                at = f"{where}.annotations[{a}]"
+                key = (uid, _field(ground_truth, at, ann, "annotation_uid", str, "a string"))
+                rows = _field(ground_truth, at, ann, "language_queries", list, "a list")
+                queries[key] = [(at + f".language_queries[{i}]", q) for i, q in enumerate(rows)]
+    document = load_json(predictions, "predictions file")
+    if not isinstance(document, dict) or not isinstance(document.get("results"), list):
+        raise InputError(f"{predictions}: NLQ predictions need a 'results' list")
+    targets, predicted = [], []
+    for i, entry in enumerate(document["results"]):
+        where = f"{predictions}: results[{i}]"
+        key = tuple(
+            _field(predictions, f"results[{i}]", entry, k, str, "a string")
+            for k in ("clip_uid", "annotation_uid")
+        )
+        index = _field(predictions, f"results[{i}]", entry, "query_idx", int, "an integer")
+        if key not in queries or not 0 <= index < len(queries[key]):
+            raise InputError(f"{where}: no annotated query {key[0]}/{key[1]} #{index}")
+        at, query = queries[key][index]
+        gt = (
+            [query.get("clip_start_sec"), query.get("clip_end_sec")]
+            if isinstance(query, dict)
+            else None
+        )
+        targets.append([window(f"{ground_truth}: {at}", gt)])
+        times = _field(predictions, f"results[{i}]", entry, "predicted_times", list, "a list")
+        predicted.append([window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)])
+    if not targets:
+        raise InputError(f"{predictions}: 'results' is empty")
+    total = sum(len(rows) for rows in queries.values())
+    return pad(targets)[0], *pad(predicted), total
+
+
+def _qids(path: Path, rows, what: str) -> dict:
+    out = {}
+    for number, row in rows:
+        qid = row.get("qid")
+        if qid is None or isinstance(qid, (list, dict, bool)):
+            raise InputError(f"{path}:{number}: 'qid' must be a number or string, got {qid!r}")
+        if qid in out:
+            raise InputError(f"{path}:{number}: {what} qid {qid!r} appears twice")
+        out[qid] = (number, row)
+    return out
+
+
+def _saliency(path: Path, number: int, row: dict, num_clips: int) -> np.ndarray:
+    """``mk_gt_scores``: ``[num_clips, 3]`` scores, 0 outside ``relevant_clip_ids``."""
+    ids, scores = row.get("relevant_clip_ids", []), row.get("saliency_scores", [])
+    out = np.zeros((num_clips, 3), np.int32)
+    if not isinstance(ids, list) or not isinstance(scores, list) or len(ids) != len(scores):
+        raise InputError(
+            f"{path}:{number}: relevant_clip_ids and saliency_scores must be lists of one length"
+        )
+    for clip, score in zip(ids, scores, strict=True):
+        if not isinstance(clip, int) or not 0 <= clip < num_clips:
+            raise InputError(f"{path}:{number}: clip id {clip!r} outside the {num_clips} clips")
+        if (
+            not isinstance(score, list)
+            or len(score) != 3
+            or not all(isinstance(s, int) for s in score)
+        ):
+            raise InputError(f"{path}:{number}: saliency score {score!r} is not 3 integers")
+        out[clip] = score
+    return out
+
+
+def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
+    """QVHighlights JSONL -> padded float64 tables (MR) and saliency tables (HL, or None)."""
+    truth = _qids(ground_truth, load_jsonl(ground_truth, "ground-truth file"), "ground-truth")
+    sub = _qids(submission, load_jsonl(submission, "submission file"), "submission")
+    if set(truth) != set(sub):
+        missing = sorted(map(str, set(truth) ^ set(sub)))
+        raise InputError(
+            f"{submission}: qids differ from {ground_truth} in {len(missing)} "
+            f"queries (e.g. {missing[0]}); the reference requires the same qids"
+        )
+    qids = list(truth)
+    gt, pred, scores, labels = [], [], [], []
+    for qid in qids:
+        (n, row), (m, entry) = truth[qid], sub[qid]
+        windows = _field(ground_truth, f"line {n}", row, "relevant_windows", list, "a list")
+        gt.append([window(f"{ground_truth}:{n}", w) for w in windows])
+        if "pred_relevant_windows" in entry:
+            rows = _field(submission, f"line {m}", entry, "pred_relevant_windows", list, "a list")
+            pred.append([window(f"{submission}:{m}", w, scored=True) for w in rows])
+        if "pred_saliency_scores" in entry:
+            duration = _field(ground_truth, f"line {n}", row, "duration", (int, float), "a number")
+            num_clips = int(duration / 2)
+            values = _field(submission, f"line {m}", entry, "pred_saliency_scores", list, "a list")
+            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+                raise InputError(f"{submission}:{m}: pred_saliency_scores must be numbers")
+            padded = np.zeros(num_clips)
+            padded[: min(num_clips, len(values))] = values[:num_clips]
+            scores.append(padded)
+            labels.append(_saliency(ground_truth, n, row, num_clips))
+    out = {"queries": len(qids), "mr": None, "hl": None}
+    if pred:
+        if len(pred) != len(qids):
+            raise InputError(f"{submission}: pred_relevant_windows is missing in some lines")
+        table, mask = pad(pred)
+        out["mr"] = (*pad(gt), table[..., :2], table[..., 2], mask)
+    if scores:
+        if len(scores) != len(qids):
+            raise InputError(f"{submission}: pred_saliency_scores is missing in some lines")
+        width = max(len(s) for s in scores)
+        clip_mask = np.arange(width)[None] < np.array([len(s) for s in scores])[:, None]
+        y = np.zeros((len(scores), width, 3), np.int32)
+        s = np.zeros((len(scores), width))
+        for i, (yi, si) in enumerate(zip(labels, scores, strict=True)):
+            y[i, : len(si)], s[i, : len(si)] = yi, si
+        out["hl"] = (y, s, clip_mask)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# Scoring (float64) and reports
+# ------------------------------------------------------------------------------------------
+def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
+    import jax
+
+    from jaxseg.metrics import grounding_iou, grounding_recall
+
+    thresholds, ks = tuple(args.thresholds), tuple(args.top_k)
+    bad = [t for t in thresholds if not 0.0 < t <= 1.0] + [k for k in ks if k < 1]
+    if bad:
+        raise InputError(f"--thresholds must be in (0, 1] and --top-k positive, got {bad[0]}")
+    with jax.enable_x64(True):
+        recall = jax.jit(grounding_recall, static_argnames=("k", "iou_thresholds", "comparison"))(
+            gt, pred, k=ks, iou_thresholds=thresholds, comparison="strict", prediction_mask=mask
+        )
+        iou = jax.jit(grounding_iou)(gt, pred, prediction_mask=mask)
+        recall, iou = np.asarray(recall).mean(axis=0), float(np.asarray(iou).mean())
+    columns = [f"R@{k} IoU>{t:g}" for k in ks for t in thresholds]
+    values = [100 * recall[ti, ki] for ki in range(len(ks)) for ti in range(len(thresholds))]
+    section = reports.Section(
+        "nlq", "Ego4D NLQ (%)", ("", *columns, "mIoU"), (("NLQ", *values, 100 * iou),)
+    )
+    summary = {
+        "evaluated": len(gt),
+        "annotated_queries": total,
+        "thresholds": list(thresholds),
+        "top_k": list(ks),
+        **dict(zip(columns, values, strict=True)),
+        "mIoU": 100 * iou,
+    }
+    text = f"Evaluated: {len(gt)} / {total} instances (Ego4D NLQ, IoU > threshold)"
+    return reports.Report(text, summary, (section,))
+
+
+def _mr_rows(tables):
+    import jax
+
+    from jaxseg.metrics import grounding_recall, moment_retrieval_average_precision
+
+    gt, gm, pred, scores, pm = tables
+    r1 = jax.jit(grounding_recall, static_argnames=("k", "iou_thresholds", "comparison"))
+    ap = jax.jit(moment_retrieval_average_precision, static_argnames=("iou_thresholds",))
+    length = gt[..., 1] - gt[..., 0]
+    rows, brief = [], {}
+    for name in ("full", *LENGTH_RANGES):
+        mask = (
+            gm
+            if name == "full"
+            else gm & (length > LENGTH_RANGES[name][0]) & (length <= LENGTH_RANGES[name][1])
+        )
+        kw = dict(target_mask=mask, prediction_mask=pm)
+        hits = np.asarray(
+            r1(gt, pred, k=(1,), iou_thresholds=MR_THRESHOLDS, comparison="inclusive", **kw)
+        )[..., 0]
+        aps = np.asarray(ap(gt, pred, scores, iou_thresholds=MR_THRESHOLDS, **kw))
+        kept = mask.any(axis=1)
+        r, a = 100 * hits[kept].mean(axis=0), 100 * aps[kept].mean(axis=0)
+        rows.append((name, int(kept.sum()), r[0], r[4], a[0], a[5], a.mean()))
+        brief[f"MR-{name}-mAP"] = a.mean()
+        if name == "full":
+            brief.update(
+                {
+                    "MR-full-mAP@0.5": a[0],
+                    "MR-full-mAP@0.75": a[5],
+                    "MR-full-R1@0.5": r[0],
+                    "MR-full-R1@0.7": r[4],
+                }
+            )
+    return rows, brief
+
+
+def _hl_rows(tables):
+    import jax
+
+    from jaxseg.metrics import highlight_average_precision, highlight_hit_at_1
+
+    y, s, mask = tables
+    hit = jax.jit(highlight_hit_at_1, static_argnames=("min_score",))
+    ap = jax.jit(highlight_average_precision, static_argnames=("min_score",))
+    rows, brief = [], {}
+    for name, minimum in SALIENCY_MINIMA.items():
+        h = 100 * float(np.asarray(hit(y, s, min_score=minimum, mask=mask)).mean())
+        a = 100 * float(np.asarray(ap(y, s, min_score=minimum, mask=mask)).mean())
+        rows.append((f"min {name} ({minimum})", a, h))
+        brief[f"HL-min-{name}-mAP"], brief[f"HL-min-{name}-Hit1"] = a, h
+    return rows, brief
+
+
+def _qvhighlights_report(data) -> reports.Report:
+    import jax
+
+    sections, brief = [], {}
+    with jax.enable_x64(True):
+        if data["mr"] is not None:
+            rows, more = _mr_rows(data["mr"])
+            columns = ("windows", "queries", "R1@0.5", "R1@0.7", "mAP@0.5", "mAP@0.75", "mAP")
+            sections.append(
+                reports.Section("moment_retrieval", "Moment retrieval (%)", columns, tuple(rows))
+            )
+            brief.update(more)
+        if data["hl"] is not None:
+            rows, more = _hl_rows(data["hl"])
+            sections.append(
+                reports.Section(
+                    "highlights",
+                    "Highlight detection (%)",
+                    ("saliency", "HL-mAP", "HL-Hit1"),
+                    tuple(rows),
+                )
+            )
+            brief.update(more)
+    if not sections:
+        raise InputError(
+            "the submission has neither pred_relevant_windows nor pred_saliency_scores"
+        )
+    summary = {"queries": data["queries"], "brief": {k: float(v) for k, v in sorted(brief.items())}}
+    text = f"{data['queries']:,} queries (QVHighlights / Moment-DETR standalone_eval)"
+    return reports.Report(text, summary, tuple(sections))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``jaxseg grounding``; returns the exit status."""
+    reports.check_output(args.output)
+    ground_truth, predictions = Path(args.ground_truth), Path(args.predictions)
+    if ground_truth.suffix == ".jsonl" or predictions.suffix == ".jsonl":
+        report = _qvhighlights_report(read_qvhighlights(ground_truth, predictions))
+    else:
+        report = _nlq_report(args, *read_nlq(ground_truth, predictions))
+    text = reports.render(report, args.format, decimals=args.decimals)
+    reports.emit(text, args.output, quiet=args.quiet)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
+# ActivityNet proposals (jaxseg detection --proposals)
+# ------------------------------------------------------------------------------------------
+def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str):
+    """Ground-truth windows of ``subset`` and the proposals of every video of the file.
+
+    Rows: the subset's videos, then videos only in the proposal file (as the reference, their
+    proposals count in the total that sets each video's budget). Returns (videos with targets,
+    targets, target mask, proposals, scores, proposal mask, number of proposals).
+    """
+    from jaxseg._src.cli_detection import _load_json, _member, _segment
+
+    database = _member(
+        ground_truth, _load_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+    )
+    results = _member(proposals, _load_json(proposals, "proposal file"), "results", "proposal file")
+    truth = {}
+    for video, entry in database.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("annotations", []), list):
+            raise InputError(
+                f"{ground_truth}: video {video!r}: expected an object with 'annotations': [...]"
+            )
+        if subset == "all" or entry.get("subset") == subset:
+            truth[video] = [
+                _segment(ground_truth, f"video {video!r}", a) for a in entry.get("annotations", [])
+            ]
+    if not any(truth.values()):
+        raise InputError(f"{ground_truth}: no annotated video in subset {subset!r} (use --subset)")
+    found = {}
+    for video, entries in results.items():
+        if not isinstance(entries, list):
+            raise InputError(f"{proposals}: video {video!r}: expected a list of proposals")
+        rows = []
+        for number, entry in enumerate(entries, start=1):
+            where = f"video {video!r}, proposal {number}"
+            start, end = _segment(proposals, where, entry)
+            score = entry.get("score")
+            if not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise InputError(f"{proposals}: {where}: 'score' must be a number, got {score!r}")
+            rows.append((start, end, float(score)))
+        found[video] = rows
+    videos = list(truth) + [v for v in found if v not in truth]
+    gt, gm = pad([truth.get(v, []) for v in videos])
+    table, pm = pad([found.get(v, []) for v in videos])
+    return sum(bool(rows) for rows in truth.values()), gt, gm, table[..., :2], table[..., 2], pm
+
+
+def _default_at(max_average: int) -> tuple[int, ...]:
+    if max_average == 100:
+        return (1, 5, 10, 100)  # ActivityNet
+    candidates = (1, 5, 10, 50, 100, 200, 500, 1000)  # THUMOS-14 (M = 1000): 50 ... 1000
+    return tuple(a for a in candidates if a <= max_average and (a * 100) % max_average == 0)
+
+
+def proposal_report(args) -> reports.Report:
+    """``jaxseg detection --proposals``: AR@AN and AUC (float64, as eval_proposal.py)."""
+    import jax
+
+    from jaxseg.metrics import proposal_average_recall
+
+    videos, gt, gm, props, scores, pm = read_activitynet_proposals(
+        Path(args.ground_truth), Path(args.predictions), args.subset
+    )
+    max_average = args.max_proposals
+    at = tuple(args.at) if args.at else _default_at(max_average)
+    if max_average < 1 or any(a < 1 or a > max_average or (a * 100) % max_average for a in at):
+        raise InputError(
+            f"--at values must be multiples of --max-proposals/100 up to "
+            f"{max_average}, got {list(at)}"
+        )
+    with jax.enable_x64(True):
+        curve = jax.jit(proposal_average_recall, static_argnames=("max_average_proposals", "at"))(
+            gt,
+            props,
+            scores,
+            target_mask=gm,
+            proposal_mask=pm,
+            max_average_proposals=max_average,
+            at=at,
+        )
+        curve = jax.device_get(curve)
+    columns = ("", *(f"AR@{a}" for a in at), "AUC")
+    values = (*(100 * float(x) for x in curve.at), 100 * float(curve.auc))
+    section = reports.Section(
+        "proposals", "Average recall (%) vs proposals per video", columns, (("AR", *values),)
+    )
+    summary = {
+        "videos": videos,
+        "ground_truth_instances": int(gm.sum()),
+        "proposals": int(pm.sum()),
+        "max_average_proposals": max_average,
+        "subset": args.subset,
+        **dict(zip(columns[1:], values, strict=True)),
+        "average_recall": [float(x) for x in curve.average_recall],
+        "proposals_per_video": [float(x) for x in curve.proposals_per_video],
+    }
+    text = (
+        f"{videos:,} videos ({args.subset}), {int(gm.sum()):,} ground-truth instances, "
+        f"{int(pm.sum()):,} proposals; tIoU 0.5:0.05:0.95, at most {max_average} per video"
+    )
+    return reports.Report(text, summary, (section,))

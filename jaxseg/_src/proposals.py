@@ -1,0 +1,193 @@
+"""Temporal action proposals: ActivityNet average recall vs average number of proposals (AR-AN).
+
+Per video, the first rank at which each ground-truth instance is recalled at each tIoU (one
+IoU matrix, a minimum over ranks); then the reference's per-video proposal budgets, which are
+float64 products (``int(n * pcn)``), computed exactly by :mod:`jaxseg._src.binary64` as small
+tables indexed by the number of proposals; a binary search of each instance's first rank in
+its video's budgets gives the first step that recalls it, and one histogram over steps gives
+every recall. Nothing loops over videos or steps.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxseg._src import batching, binary64, checks
+from jaxseg._src.detection import static_iou_thresholds
+from jaxseg._src.grounding import query_inputs, union_iou
+from jaxseg._src.ranking import descending_keys, stable_order, unsigned_keys
+
+# np.linspace(0.5, 0.95, 10) as ActivityNet writes it (0.6000000000000001, ...), not rounded.
+ACTIVITYNET_PROPOSAL_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
+STEPS = 100  # the reference's np.arange(1, 101) / 100.0
+_STEP_FRACTIONS = binary64.constant(np.arange(1, STEPS + 1) / 100.0)
+
+
+class ProposalCurve(NamedTuple):
+    """Average recall against the average number of proposals per video (AN), ``J = 100``."""
+
+    recall: jax.Array  # [..., T, J] recall at each tIoU threshold and step
+    average_recall: jax.Array  # [..., J] mean over thresholds
+    proposals_per_video: jax.Array  # [..., J] AN of each step (j * M / 100 up to rounding)
+    auc: jax.Array  # [...] area under AR-AN / AN[-1], in [0, 1] (official AUC = 100 * auc)
+    at: jax.Array  # [..., len(at)] AR at the requested AN values
+
+
+def first_hits(gt, gm, proposals, scores, pm, thresholds):
+    """One video: 1-based rank (decreasing score) of the first proposal with tIoU ``>= t``
+    with each target, ``int32 [G, T]``; ``P + 1`` when none."""
+    last = jnp.iinfo(jnp.int32).max
+    order = stable_order(unsigned_keys(jnp.where(pm, descending_keys(scores), last)))
+    iou = union_iou(proposals[order], gt)  # [P, G]
+    t = jnp.asarray(thresholds, iou.dtype)[None, None, :]
+    hit = (iou[..., None] >= t) & pm[order][:, None, None]
+    rank = jnp.arange(1, iou.shape[0] + 1, dtype=jnp.int32)
+    return jnp.min(jnp.where(hit, rank[:, None, None], iou.shape[0] + 1), axis=0)
+
+
+def budgets(num_videos, all_proposals, counts_with_targets, capacity, max_average):
+    """The reference's per-video budgets as tables over the number n of proposals of a video.
+
+    Returns ``kept [capacity + 1]`` (``min(int(n * ratio), n)``), the total kept over videos
+    with targets, and ``steps [capacity + 1, J]`` (``min(int(kept * pcn_j), kept)`` for a
+    video keeping ``kept`` proposals) and ``pcn`` (a binary64 ``[J]``), all float64-exact.
+    """
+    n = jnp.arange(capacity + 1, dtype=jnp.int32)
+    scaled = jnp.asarray(max_average, jnp.int32) * num_videos
+    ratio = binary64.quotient(scaled, jnp.maximum(all_proposals, 1))
+    kept = jnp.minimum(binary64.floor(binary64.product(binary64.from_int(n), ratio)), n)
+    total = jnp.sum(counts_with_targets * kept, dtype=jnp.int32)
+    pcn = binary64.product(_STEP_FRACTIONS, binary64.quotient(scaled, jnp.maximum(total, 1)))
+    n_double = binary64.from_int(n)
+    wide = binary64.Double(n_double.limbs[:, None, :], n_double.exponent[:, None])
+    steps = binary64.floor(binary64.product(wide, jax.tree.map(lambda x: x[None], pcn)))
+    return kept, total, jnp.minimum(steps, n[:, None]), pcn
+
+
+def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, dtype):
+    """:class:`ProposalCurve` from recalled-target counts ``[T, J]`` (float ``dtype``)."""
+    recall = jnp.where(num_targets > 0, recalled.astype(dtype) / num_targets.astype(dtype), jnp.nan)
+    average = jnp.mean(recall, axis=0)
+    per_video = binary64.to_float(pcn, dtype) * (total.astype(dtype) / num_videos.astype(dtype))
+    nominal = jnp.arange(1, STEPS + 1, dtype=dtype) / STEPS
+    per_video = jnp.where(total > 0, per_video, jnp.nan * nominal)
+    area = jnp.sum(jnp.diff(per_video) * (average[1:] + average[:-1]) / 2)
+    auc = jnp.where(total > 0, area / per_video[-1], jnp.where(num_targets > 0, 0.0, jnp.nan))
+    return ProposalCurve(recall, average, per_video, auc, average[jnp.asarray(at_index)])
+
+
+def _static_at(at, max_average):
+    at = (at,) if isinstance(at, int) else tuple(at)
+    out = []
+    for a in at:
+        a = checks.static_int("at", a, minimum=1)
+        if (a * STEPS) % max_average or a > max_average:
+            raise ValueError(
+                f"at must hold AN values on the curve's steps j * {max_average} / {STEPS} "
+                f"(j = 1..{STEPS}), got {a}."
+            )
+        out.append(a * STEPS // max_average - 1)
+    return tuple(out)
+
+
+def proposal_average_recall(
+    targets: jax.typing.ArrayLike,
+    proposals: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
+    *,
+    iou_thresholds: tuple[float, ...] = ACTIVITYNET_PROPOSAL_THRESHOLDS,
+    max_average_proposals: int = 100,
+    at: tuple[int, ...] = (1, 5, 10, 100),
+    target_mask: jax.typing.ArrayLike | None = None,
+    proposal_mask: jax.typing.ArrayLike | None = None,
+) -> ProposalCurve:
+    r"""Average recall vs average number of proposals per video (AR-AN) over a dataset.
+
+    ActivityNet's ``average_recall_vs_avg_nr_proposals``: with V videos having targets and
+    :math:`N` proposals in all, each video keeps its :math:`n_v = \min(\lfloor N_v \cdot M V /
+    N\rfloor, N_v)` best-scored proposals; at step :math:`j = 1..100` it uses the first
+    :math:`\min(\lfloor n_v \cdot \frac{j}{100} \cdot \frac{MV}{\sum n_v}\rfloor, n_v)` (float64
+    products, reproduced exactly). A target is recalled at tIoU t when one of those has
+    :math:`\mathrm{tIoU} \ge t` (inclusive; no one-to-one matching); recall = recalled / all
+    targets; AR = mean over thresholds; AN of step j = :math:`jM/100`; AUC = trapezoidal area
+    under AR-AN divided by the last AN.
+
+    Args:
+      targets: float ``[..., V, G, 2]`` ground-truth windows of each video.
+      proposals: float ``[..., V, P, 2]`` proposals of each video (any order).
+      scores: float ``[..., V, P]`` proposal scores (no NaN).
+      iou_thresholds: static tuple of T thresholds; default ``np.linspace(0.5, 0.95, 10)``.
+      max_average_proposals: static int M (ActivityNet 100; THUMOS-14 AR@AN: 1000).
+      at: static tuple of AN values for :attr:`ProposalCurve.at`, multiples of ``M / 100``;
+        default AR@1, 5, 10, 100 (THUMOS-14: ``(50, 100, 200, 500, 1000)`` with M = 1000).
+      target_mask: optional ``bool[..., V, G]``; a video without a valid target is not one of
+        the V videos, but its proposals count in N, as in the reference.
+      proposal_mask: optional ``bool[..., V, P]``.
+
+    Returns:
+      :class:`ProposalCurve` (``recall [..., T, 100]``, ``average_recall [..., 100]``,
+      ``proposals_per_video [..., 100]``, ``auc [...]``, ``at [..., len(at)]``); NaN without
+      targets; recall 0 and AN NaN when the videos with targets have no proposal.
+
+    >>> gt = jnp.array([[[0.0, 10.0]], [[5.0, 8.0]]])
+    >>> props = jnp.array([[[0.0, 9.0], [20.0, 30.0]], [[0.0, 1.0], [5.0, 8.0]]])
+    >>> curve = proposal_average_recall(
+    ...     gt, props, jnp.array([[0.9, 0.8], [0.7, 0.6]]), max_average_proposals=2, at=(1, 2))
+    >>> curve.at.tolist()
+    [0.45000001788139343, 0.949999988079071]
+
+    References:
+      Caba Heilbron et al., "ActivityNet", CVPR 2015 (``Evaluation/eval_proposal.py``,
+      ``ANETproposal.evaluate``, ``average_recall_vs_avg_nr_proposals``); Escorcia et al.,
+      "DAPs", ECCV 2016 (AR-AN).
+
+    Notes: IoUs follow the input dtype (float32 by default: a tIoU within ~1e-7 of a threshold
+    may be decided differently; with ``jax_enable_x64`` and float64 windows every decision is
+    the reference's). Equal scores keep input order (the reference: numpy's unstable sort).
+    The reference stores the raw area (``auc * AN[-1]``) and prints ``100 * auc``; it divides
+    by zero when no video with targets has a proposal.
+    """
+    thresholds = static_iou_thresholds(iou_thresholds)
+    max_average = checks.static_int("max_average_proposals", max_average_proposals, minimum=1)
+    at_index = _static_at(at, max_average)
+    gt, props, gm, pm, scores = _dataset_inputs(
+        targets, proposals, scores, target_mask, proposal_mask
+    )
+
+    one_dataset = functools.partial(
+        _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
+    )
+    return batching.lift(one_dataset, (gt, gm, props, scores, pm), (3, 2, 3, 2, 2))
+
+
+def _dataset_curve(gt, gm, props, scores, pm, *, thresholds, max_average, at_index):
+    """:class:`ProposalCurve` of one dataset ``[V, ...]``."""
+    capacity = props.shape[-2]
+    first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
+    has_targets = jnp.any(gm, axis=-1)
+    count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
+    counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
+    num_videos = jnp.sum(has_targets, dtype=jnp.int32)
+    kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
+    budget = steps[jnp.where(has_targets, kept[count], 0)]  # [V, J], nondecreasing in j
+    first_step = jax.vmap(jnp.searchsorted)(budget, first.reshape(first.shape[0], -1))
+    first_step = first_step.astype(jnp.int32).reshape(first.shape)  # [V, G, T]: j < it miss
+    weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
+    lane = jnp.arange(len(thresholds), dtype=jnp.int32)[None, None, :]
+    index = lane * (STEPS + 1) + first_step
+    histogram = jnp.zeros(len(thresholds) * (STEPS + 1), jnp.int32).at[index].add(weight)
+    recalled = jnp.cumsum(histogram.reshape(len(thresholds), STEPS + 1), axis=-1)[:, :STEPS]
+    num_targets = jnp.sum(gm, dtype=jnp.int32)
+    return curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, gt.dtype)
+
+
+def _dataset_inputs(targets, proposals, scores, target_mask, proposal_mask):
+    for name, x in (("targets", targets), ("proposals", proposals)):
+        if jnp.ndim(x) < 3:
+            raise ValueError(f"{name} must have shape [..., V, N, 2], got {jnp.shape(x)}.")
+    return query_inputs(targets, proposals, target_mask, proposal_mask, scores, name="proposals")

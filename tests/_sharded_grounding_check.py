@@ -1,0 +1,117 @@
+"""Sharded updates of the grounding and proposal accumulators on 8 simulated CPU devices equal
+the single-device result exactly (run by tests/test_grounding.py in a subprocess).
+
+For each accumulator: jit over a batch sharded on a NamedSharding, and shard_map + psum of
+per-device states; exact counts must be equal and computed metrics bit-identical.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+).strip()
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jaxseg import streaming
+
+DEVICES, BATCH = 8, 32
+
+
+def windows(rng, shape):
+    start = rng.integers(0, 40, shape)
+    return np.stack([start, start + rng.integers(1, 12, shape)], -1).astype(np.float32)
+
+
+def batches():
+    rng = np.random.default_rng(0)
+    gm = rng.random((BATCH, 3)) < 0.7
+    gm[[2, 9]] = False  # padding queries
+    pm = rng.random((BATCH, 8)) < 0.8
+    grounding = (
+        windows(rng, (BATCH, 3)),
+        windows(rng, (BATCH, 8)),
+        np.round(rng.random((BATCH, 8)), 2).astype(np.float32),
+    )
+    saliency = (
+        rng.integers(0, 5, (BATCH, 20, 3)).astype(np.int32),
+        np.round(rng.random((BATCH, 20)), 1).astype(np.float32),
+    )
+    clips = np.arange(20)[None] < rng.integers(0, 21, BATCH)[:, None]
+    videos = (
+        windows(rng, (BATCH, 2, 3)),
+        windows(rng, (BATCH, 2, 8)),
+        rng.random((BATCH, 2, 8)).astype(np.float32),
+    )
+    vm, vpm = gm[:, None, :].repeat(2, 1), pm[:, None, :].repeat(2, 1)
+    return {
+        "grounding": (streaming.grounding(), grounding, dict(target_mask=gm, prediction_mask=pm)),
+        "highlight": (streaming.highlight(), saliency, dict(mask=clips)),
+        "moment_queries": (
+            streaming.moment_queries(),
+            grounding[:2],
+            dict(target_mask=gm, prediction_mask=pm),
+        ),
+        "proposals": (
+            streaming.proposals(capacity=8, max_average_proposals=4, at=(1, 4)),
+            videos,
+            dict(target_mask=vm, proposal_mask=vpm),
+        ),
+    }
+
+
+def leaves(tree):
+    is_count = lambda x: isinstance(x, streaming.Count)  # noqa: E731
+    return [np.asarray(streaming.to_int(c)) for c in jax.tree.leaves(tree, is_leaf=is_count)]
+
+
+def identical(acc, a, b):
+    for x, y in zip(leaves(a), leaves(b), strict=True):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(jax.tree.leaves(acc.compute(a)), jax.tree.leaves(acc.compute(b)), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def check(acc, arrays, masks, mesh):
+    update = jax.jit(acc.update)
+    single = update(acc.init(), *arrays, **masks)
+    names = list(masks)
+    sharded = jax.device_put((*arrays, *masks.values()), NamedSharding(mesh, P("data")))
+    data, mask_values = sharded[: len(arrays)], sharded[len(arrays) :]
+    identical(acc, update(acc.init(), *data, **dict(zip(names, mask_values, strict=True))), single)
+
+    def step(state, *xs):
+        local = acc.update(
+            acc.init(), *xs[: len(arrays)], **dict(zip(names, xs[len(arrays) :], strict=True))
+        )
+        return acc.merge(state, jax.lax.psum(local, "data"))
+
+    specs = dict(in_specs=(P(),) + (P("data"),) * len(sharded), out_specs=P())
+    mapped = jax.jit(jax.shard_map(step, mesh=mesh, **specs))
+    identical(acc, mapped(acc.init(), *sharded), single)
+
+
+def main() -> int:
+    assert jax.device_count() == DEVICES, jax.devices()
+    mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
+    failed = []
+    for name, (acc, arrays, masks) in batches().items():
+        try:
+            with jax.set_mesh(mesh):
+                check(acc, arrays, masks, mesh)
+            print(f"ok: {name}")
+        except Exception as error:  # reported, then exit status 1
+            failed.append(name)
+            print(f"FAILED: {name}: {type(error).__name__}: {str(error)[:400]}")
+    print(f"{len(failed)} failed" if failed else "all sharded checks passed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

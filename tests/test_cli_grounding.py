@@ -1,0 +1,181 @@
+"""`jaxseg grounding` on Ego4D NLQ JSON and QVHighlights JSONL, and `jaxseg detection
+--proposals` on ActivityNet proposal JSON, built from the golden sets; errors on bad files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import golden_path
+
+from jaxseg._src.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
+
+
+def _golden(name):
+    path = golden_path(f"{name}/{name}.json")
+    if not path.exists():
+        pytest.skip(f"golden data not found at {path}")
+    return json.loads(path.read_text()), dict(np.load(golden_path(f"{name}/{name}.npz")))
+
+
+def run(capsys, *argv):
+    code = main([*map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_qvhighlights_prints_the_official_numbers(tmp_path, capsys):
+    data, _ = _golden("grounding")
+    gt = _jsonl(tmp_path / "gt.jsonl", data["raw_queries"]["ground_truth"])
+    sub = _jsonl(tmp_path / "sub.jsonl", data["raw_queries"]["submission"])
+    code, out, err = run(capsys, "grounding", gt, sub, "--format", "json")
+    assert code == 0, err
+    brief = json.loads(out)["summary"]["brief"]
+    official = data["expected"]["mdetr_official_rounded"]["brief"]
+    assert set(brief) == set(official)
+    for key, value in official.items():
+        assert abs(brief[key] - value) <= 0.005 + 1e-9, key
+    code, out, _ = run(capsys, "grounding", gt, sub)
+    assert code == 0 and "R1@0.5" in out and "min VeryGood (4)" in out
+
+
+def _write_nlq(tmp_path, arrays):
+    clips, results = [], []
+    for q in range(len(arrays["gt_windows"])):
+        s, e = (float(x) for x in arrays["gt_windows"][q, 0])
+        clips.append(
+            {
+                "clip_uid": f"clip{q}",
+                "annotations": [
+                    {
+                        "annotation_uid": f"ann{q}",
+                        "language_queries": [
+                            {"clip_start_sec": 0.0, "clip_end_sec": 1.0, "query": "x"},
+                            {"clip_start_sec": s, "clip_end_sec": e, "query": "y"},
+                        ],
+                    }
+                ],
+            }
+        )
+        predicted = arrays["pred_windows"][q][arrays["pred_mask"][q]].tolist()
+        results.append(
+            {
+                "clip_uid": f"clip{q}",
+                "annotation_uid": f"ann{q}",
+                "query_idx": 1,
+                "predicted_times": predicted,
+            }
+        )
+    gt = tmp_path / "nlq_gt.json"
+    gt.write_text(json.dumps({"version": "1", "videos": [{"video_uid": "v", "clips": clips}]}))
+    pred = tmp_path / "nlq_pred.json"
+    pred.write_text(
+        json.dumps({"version": "1.0", "challenge": "ego4d_nlq_challenge", "results": results})
+    )
+    return gt, pred
+
+
+def test_nlq_prints_the_reference_recalls_and_miou(tmp_path, capsys):
+    data, arrays = _golden("grounding")
+    gt, pred = _write_nlq(tmp_path, arrays)
+    code, out, err = run(capsys, "grounding", gt, pred, "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    expected = data["expected"]["nlq"]
+    for k in expected["topK"]:
+        for t in expected["thresholds"]:
+            want = 100 * expected["recall"][f"R@{k}_IoU>{t}"]
+            assert abs(summary[f"R@{k} IoU>{t:g}"] - want) < 1e-4
+    assert abs(summary["mIoU"] - 100 * expected["mIoU"]) < 1e-4
+    assert summary["evaluated"] == 200 and summary["annotated_queries"] == 400
+
+
+@pytest.mark.parametrize("cfg", ["std", "var"])
+def test_proposals_print_the_reference_ar_and_auc(tmp_path, capsys, cfg):
+    data, _ = _golden("proposals")
+    raw = data["raw_inputs"][cfg]
+    gt, prop = tmp_path / "gt.json", tmp_path / "prop.json"
+    gt.write_text(json.dumps({"version": "1.3", "taxonomy": [], "database": raw["ground_truth"]}))
+    prop.write_text(
+        json.dumps({"version": "1.3", "external_data": {}, "results": raw["proposals"]})
+    )
+    code, out, err = run(capsys, "detection", "--proposals", gt, prop, "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    expected = data["expected"][cfg]
+    assert abs(summary["AUC"] - expected["auc_percent"]) < 1e-6
+    for k in ("1", "5", "10", "100"):
+        assert abs(summary[f"AR@{k}"] - 100 * expected["ar_at_index"][k]) < 1e-6
+    code, out, err = run(capsys, "detection", "--proposals", gt, prop, "--max-proposals", "1000")
+    assert code == 0 and "AR@50" in out and "AR@1000" in out, err
+
+
+def _check_error(capsys, argv, *fragments):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("jaxseg: error: ") and err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_bad_files_give_one_line_errors(tmp_path, capsys):
+    gt = _jsonl(tmp_path / "gt.jsonl", [{"qid": 1, "duration": 10, "relevant_windows": [[0, 4]]}])
+    sub = tmp_path / "sub.jsonl"
+    sub.write_text('{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]]}\n{"qid": 2,\n')
+    _check_error(capsys, ["grounding", gt, sub], f"{sub}:2:", "not a JSON object")
+    _jsonl(sub, [{"qid": 2, "pred_relevant_windows": [[0, 4, 0.9]]}])
+    _check_error(capsys, ["grounding", gt, sub], "qids differ")
+    _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[5, 4, 0.9]]}])
+    _check_error(capsys, ["grounding", gt, sub], f"{sub}:1", "start <= end")
+    _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], "pred_saliency_scores": [1]}])
+    _jsonl(
+        gt,
+        [
+            {
+                "qid": 1,
+                "duration": 10,
+                "relevant_windows": [[0, 4]],
+                "relevant_clip_ids": [9],
+                "saliency_scores": [[1, 2, 3]],
+            }
+        ],
+    )
+    _check_error(capsys, ["grounding", gt, sub], f"{gt}:1", "clip id 9")
+    _check_error(capsys, ["grounding", tmp_path / "missing.json", sub], "missing.json", "not found")
+    nlq = tmp_path / "nlq.json"
+    nlq.write_text('{"videos": [}')
+    _check_error(capsys, ["grounding", nlq, nlq], f"{nlq}:1:", "not valid JSON")
+    nlq.write_text(json.dumps({"videos": [{"clips": [{"clip_uid": "c", "annotations": []}]}]}))
+    pred = tmp_path / "pred.json"
+    pred.write_text(
+        json.dumps(
+            {
+                "results": [
+                    {"clip_uid": "c", "annotation_uid": "a", "query_idx": 0, "predicted_times": []}
+                ]
+            }
+        )
+    )
+    _check_error(capsys, ["grounding", nlq, pred], f"{pred}: results[0]", "no annotated query")
+    database = {"v": {"subset": "validation", "annotations": [{"segment": [0, 1], "label": "a"}]}}
+    gt_json, prop = tmp_path / "anet.json", tmp_path / "prop.json"
+    gt_json.write_text(json.dumps({"database": database}))
+    prop.write_text(json.dumps({"results": {"v": [{"segment": [0, 1]}]}}))
+    _check_error(capsys, ["detection", "--proposals", gt_json, prop], "proposal 1", "'score'")
+    prop.write_text(json.dumps({"results": {"v": [{"segment": [0, 1], "score": 1}]}}))
+    _check_error(
+        capsys,
+        ["detection", "--proposals", gt_json, prop, "--at", "30", "--max-proposals", "20"],
+        "--at",
+    )
