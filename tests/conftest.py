@@ -45,6 +45,8 @@ GOLDEN_FILES = tuple(
         "retrieval",
         "segmentation",
         "unsupervised/tas",
+        "grounding/grounding",
+        "proposals/proposals",
     )
     for ext in ("json", "npz")
 )

@@ -29,6 +29,8 @@ _DATA = {
     "recall_at_k": ("similarity",),
     "retrieval_ranks": ("similarity",),
     "hungarian_matching": ("table",),  # a contingency table
+    "moment_retrieval_average_precision": ("targets", "predictions", "scores"),
+    "proposal_average_recall": ("targets", "proposals", "scores"),
     "temporal_iou_loss": ("predictions", "targets"),  # interval regression, optax's order
     "temporal_giou_loss": ("predictions", "targets"),
     "temporal_diou_loss": ("predictions", "targets"),
@@ -36,18 +38,25 @@ _DATA = {
 
 # Every keyword option of the metrics and losses, one meaning per name.
 _OPTIONS = {
-    "alpha", "ambiguous", "average", "background", "backward", "beta", "classes", "event_ndim",
-    "exclude_background", "f1", "form", "gamma", "gt_mask", "ignore_index", "interpolation",
-    "iou_divisor", "iou_thresholds", "item_mask", "k", "label_mask", "legacy_asformer_end",
-    "mask", "matching", "max_predicted_segments", "max_segments", "max_target_segments", "mode",
-    "normalize", "num_classes", "num_clusters", "num_cols", "num_positives", "num_rows",
-    "overlaps", "pred_mask", "segments_per_video", "smooth", "spatial_ndim", "stride",
+    "alpha", "ambiguous", "at", "average", "background", "backward", "beta", "classes",
+    "comparison", "event_ndim", "exclude_background", "f1", "form", "gamma", "gt_mask",
+    "ignore_index", "interpolation", "iou_divisor", "iou_thresholds", "item_mask", "k",
+    "label_mask", "legacy_asformer_end", "mask", "matching", "max_average_proposals",
+    "max_predicted_segments", "max_predictions", "max_segments", "max_target_segments",
+    "min_score", "mode", "normalize", "num_classes", "num_clusters", "num_cols",
+    "num_positives", "num_rows", "overlaps", "pred_mask", "prediction_mask", "proposal_mask",
+    "ranks", "segments_per_video", "smooth", "spatial_ndim", "stride", "target_mask",
     "targets", "threshold", "ties",
 }  # fmt: skip
 
 
 def _public(module):
-    return [(name, getattr(module, name)) for name in module.__all__]
+    """The functions of ``module.__all__`` (result types such as ``ProposalCurve`` left out)."""
+    return [
+        (name, getattr(module, name))
+        for name in module.__all__
+        if not isinstance(getattr(module, name), type)
+    ]
 
 
 _FUNCTIONS = [(m.__name__, *f) for m in (jaxseg.metrics, jaxseg.losses) for f in _public(m)]
