@@ -20,6 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxseg._src.segments import is_background
+
 
 def capacity_ladder(worst: int, *, smallest: int = 32, factor: int = 8) -> tuple[int, ...]:
     """``smallest * factor**k`` up to half of ``worst``, then ``worst``: the sizes to compile.
@@ -159,8 +161,6 @@ def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
     labels = jnp.asarray(labels)
     previous = jnp.concatenate([labels[:, :1], labels[:, :-1]], axis=1)
     previous_valid = jnp.concatenate([jnp.zeros_like(mask[:, :1]), mask[:, :-1]], axis=1)
-    starts = mask & ~(previous_valid & (labels == previous))
-    for label in background:
-        starts = starts & (labels != label)
+    starts = mask & ~(previous_valid & (labels == previous)) & ~is_background(labels, background)
     return jnp.sum(starts, axis=1, dtype=jnp.int32)
 
