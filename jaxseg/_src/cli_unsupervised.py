@@ -20,6 +20,7 @@ from jaxseg._src.io_files import (
     _decode_text,
     _label_files,
     _read_bytes,
+    check_same_length,
     find_mapping,
     pair_files,
     read_labels,
@@ -122,11 +123,7 @@ def load(args):
     for name, truth_file, prediction_file in videos:
         target = read_labels(truth_file, index)
         prediction = read_cluster_ids(prediction_file)
-        if target.shape != prediction.shape:
-            raise InputError(
-                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
-                f"{target.size} ground-truth frames ({truth_file})"
-            )
+        check_same_length(name, truth_file, target, prediction_file, prediction)
         targets.append(target)
         predictions.append(prediction)
     if class_names is None:

@@ -350,6 +350,16 @@ def find_mapping(ground_truth: Path) -> Path | None:
     return None
 
 
+def check_same_length(name, truth_file, target, prediction_file, prediction) -> None:
+    """Raises :class:`InputError` naming both files if a video's two label files differ in
+    length."""
+    if target.shape != prediction.shape:
+        raise InputError(
+            f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
+            f"{target.size} ground-truth frames ({truth_file})"
+        )
+
+
 def _check_in_range(path: Path, labels: np.ndarray, mapping, num_classes: int) -> None:
     """Raises unless every label (from a ``.npy`` file) is a class index of the mapping."""
     if labels.max() >= num_classes:
@@ -376,11 +386,7 @@ def read_videos(
         if class_names is not None:
             _check_in_range(truth_file, target, mapping, len(class_names))
             _check_in_range(prediction_file, prediction, mapping, len(class_names))
-        if target.shape != prediction.shape:
-            raise InputError(
-                f"{prediction_file}: video {name!r} has {prediction.size} predicted frames but "
-                f"{target.size} ground-truth frames ({truth_file})"
-            )
+        check_same_length(name, truth_file, target, prediction_file, prediction)
         targets.append(target)
         outputs.append(prediction)
         if progress is not None:

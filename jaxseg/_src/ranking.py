@@ -195,15 +195,11 @@ def _sort_rows(x: jax.Array, metrics: int = 1) -> tuple[jax.Array, ...]:
 
     XLA:CPU runs independent operations side by side only when more than 8 are ready at once
     (its thunk executor's split threshold), so there one sort of all rows uses one core while
-    ten or more sorts of a few rows each use them all (other backends sort all rows at once): 21
-    rows of 200,000 sort in 91-96 ms instead of 155 ms on 2 cores. The blocks are concatenated
-    where they are used, so that XLA reads them there instead of copying them into one array
-    first.
-
-    The number of sorts was chosen by measurement (21 x 200,000, same process): AP with one
-    sort per row 105-107 ms, with one per two rows 115-119 ms; AP and cAP together, whose
-    work after each sort is twice as large, 107-114 ms with one sort per two rows and
-    112-116 ms with one per row.
+    ten or more sorts of a few rows each use them all; other backends sort all rows at once.
+    The blocks are concatenated where they are used, so that XLA reads them there instead of
+    copying them into one array first. The number of sorts (one per row for one metric, one
+    per two rows when the work after each sort doubles) was chosen by measurement
+    (``benchmarks/README.md``, ranking section).
     """
     rows, n = x.shape
     pieces = min(rows, max(_SORT_PIECES_MIN, _SORT_PIECES // metrics))

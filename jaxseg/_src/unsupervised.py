@@ -84,8 +84,8 @@ def _histogram(cells, bins: int):
 def _split_histogram(cells, bins: int, parts: int = 8):
     """:func:`_histogram` as ``parts`` independent scatter-adds over slices, summed.
 
-    XLA:CPU runs the independent scatters side by side: over ten million padded frames
-    (Breakfast-sized) 13-17 ms instead of 23-28 ms on 2 cores.
+    XLA:CPU runs a single scatter on one core but independent ones side by side, so the
+    pieces use every core (``benchmarks/README.md``, unsupervised section).
     """
     size = -(-cells.shape[0] // parts)
     cells = jnp.pad(cells, (0, size * parts - cells.shape[0]), constant_values=bins)
