@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -180,8 +181,7 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     ladder = capacity_ladder(T, **_LADDER)
     last = len(ladder) - 1
     branches = [
-        _at_rung(c, T, rule, compact=i == last and mask is not None)
-        for i, c in enumerate(ladder)
+        _at_rung(c, T, rule, compact=i == last and mask is not None) for i, c in enumerate(ladder)
     ]
     index = rung(ladder, jnp.max(needed, initial=0))
     if mask is not None:
@@ -205,7 +205,12 @@ def _statistics(
     max_predicted_segments,
     legacy_asformer_end,
 ) -> SegmentationStatistics:
-    """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only)."""
+    """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only).
+
+    The arguments are validated here, on concrete values where the caller has them, and the
+    computation runs as one compiled program per shape and static arguments, so that calls
+    outside ``jax.jit`` do not dispatch its few hundred operations one by one.
+    """
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
     static = static_arguments(
@@ -216,14 +221,28 @@ def _statistics(
         max_predicted_segments,
         legacy_asformer_end,
     )
-    rule = dict(
+    chosen = max_target_segments is not None or max_predicted_segments is not None
+    capacities = ("target_capacity", "prediction_capacity", "candidate_capacity")
+    return _statistics_program(
+        targets,
+        predictions,
+        mask,
         thresholds=static["thresholds"] if overlaps else (),
         background=static["background"],
         legacy_asformer_end=static["legacy_asformer_end"],
+        capacities=tuple(static[k] for k in capacities) if chosen else None,
     )
+
+
+@functools.partial(
+    jax.jit, static_argnames=("thresholds", "background", "legacy_asformer_end", "capacities")
+)
+def _statistics_program(targets, predictions, mask, *, capacities, **rule):
+    """The statistics of validated labels ``[..., T]`` at static ``capacities`` (target,
+    prediction, candidates), or at the capacities chosen per call when they are ``None``."""
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
-    if max_target_segments is None and max_predicted_segments is None:
+    if capacities is None:
         stats = _statistics_by_rung(*flat, rule)
     else:
         targets, predictions, mask = flat
@@ -232,9 +251,6 @@ def _statistics(
         else:
             (targets, predictions), lengths = compact_batch((targets, predictions), mask)
         words = _batch_words(targets, predictions, lengths, rule["background"])
-        capacities = tuple(
-            static[k] for k in ("target_capacity", "prediction_capacity", "candidate_capacity")
-        )
         stats = _batch_statistics(
             targets, predictions, lengths, words, capacities=capacities, **rule
         )
