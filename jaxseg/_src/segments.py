@@ -8,6 +8,7 @@ cumulative sum or scatter is needed.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -411,10 +412,8 @@ def full_lengths(labels):
     return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1) + labels.shape[-1]
 
 
-def prepare_labels(labels, mask, name="labels"):
-    """Validates ``labels [..., T]`` and ``mask``; returns ``(labels, lengths)`` compacted."""
-    labels = checks.as_int_labels(name, labels)
-    mask = checks.as_mask(mask, labels.shape)
+def _compacted(labels, mask):
+    """``(labels, lengths)`` of labels ``[..., T]`` whose valid frames are moved to the front."""
     if mask is None:
         return labels, full_lengths(labels)
     (labels,), lengths = compact_batch((labels,), mask)
@@ -446,15 +445,22 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     References:
       Abu Farha & Gall, MS-TCN, CVPR 2019 (``get_labels_start_end_time`` in ``eval.py``).
     """
-    labels, lengths = prepare_labels(labels, mask)
+    labels = checks.as_int_labels("labels", labels)
+    mask = checks.as_mask(mask, labels.shape)
     background = checks.static_labels("background", background)
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
     capacity = capacity or max(labels.shape[-1], 1)
+    return _segments_program(labels, mask, background=background, capacity=capacity)
 
+
+# Validated arguments run as one compiled program per shape and static arguments, so that
+# calls outside ``jax.jit`` do not dispatch every operation on its own.
+@functools.partial(jax.jit, static_argnames=("background", "capacity"))
+def _segments_program(labels, mask, *, background, capacity):
     def one(x, n):
         return segments_of(x, n, background=background, capacity=capacity)
 
-    return lift(one, (labels, lengths), (1, 0))
+    return lift(one, _compacted(labels, mask), (1, 0))
 
 
 def count_segments(labels, *, mask=None, background=()) -> jax.Array:
@@ -473,6 +479,15 @@ def count_segments(labels, *, mask=None, background=()) -> jax.Array:
     >>> count_segments([[0, 1, 1, 0, 2], [3, 3, 3, 3, 3]], background=(0,)).tolist()
     [2, 1]
     """
-    labels, lengths = prepare_labels(labels, mask)
+    labels = checks.as_int_labels("labels", labels)
+    mask = checks.as_mask(mask, labels.shape)
     background = checks.static_labels("background", background)
-    return lift(lambda x, n: count_of(x, n, background=background), (labels, lengths), (1, 0))
+    return _count_program(labels, mask, background=background)
+
+
+@functools.partial(jax.jit, static_argnames="background")
+def _count_program(labels, mask, *, background):
+    def one(x, n):
+        return count_of(x, n, background=background)
+
+    return lift(one, _compacted(labels, mask), (1, 0))
