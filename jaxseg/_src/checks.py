@@ -146,6 +146,12 @@ def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | N
     return mask
 
 
+def as_valid(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray:
+    """:func:`as_mask`, with ``None`` meaning every entry is valid: ``bool`` of ``shape``."""
+    mask = as_mask(mask, shape, name)
+    return jnp.ones(shape, bool) if mask is None else mask
+
+
 def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) -> int | None:
     """Returns a static Python int >= ``minimum`` (or ``None`` when allowed)."""
     if value is None and allow_none:

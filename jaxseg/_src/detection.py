@@ -261,6 +261,43 @@ def static_iou_thresholds(value) -> tuple[float, ...]:
     return value
 
 
+# Rank of each table of one dataset, in :func:`match_detections`' order: boxes ``[V, G, D]``,
+# labels, scores and masks ``[V, G]``.
+DATASET_NDIMS = (3, 2, 2, 3, 2, 2, 2)
+
+
+def checked_detections(
+    gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask
+):
+    """The tables of :func:`detection_average_precision` checked (dtypes, shapes) and in
+    :func:`match_detections`' order, an absent mask all True: ``(gt_boxes, gt_labels,
+    gt_mask, pred_boxes, pred_labels, pred_scores, pred_mask)``."""
+    gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
+    pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
+    width = gt_boxes.shape[-1]
+    if width not in (2, 4) or pred_boxes.shape[-1] != width:
+        raise ValueError(
+            f"gt_boxes and pred_boxes must end in the same size 2 (intervals) or 4 (boxes), "
+            f"got {gt_boxes.shape} and {pred_boxes.shape}."
+        )
+    gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
+    pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
+    pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
+    if gt_labels.shape != gt_boxes.shape[:-1]:
+        raise ValueError(f"gt_labels must have shape {gt_boxes.shape[:-1]}, got {gt_labels.shape}.")
+    for name, x in (("pred_labels", pred_labels), ("pred_scores", pred_scores)):
+        if x.shape != pred_boxes.shape[:-1]:
+            raise ValueError(f"{name} must have shape {pred_boxes.shape[:-1]}, got {x.shape}.")
+    if gt_boxes.shape[:-2] != pred_boxes.shape[:-2]:
+        raise ValueError(
+            f"gt_boxes [..., V, G, D] and pred_boxes [..., V, P, D] must share [..., V], got "
+            f"{gt_boxes.shape} and {pred_boxes.shape}."
+        )
+    gt_mask = checks.as_valid(gt_mask, gt_labels.shape, "gt_mask")
+    pred_mask = checks.as_valid(pred_mask, pred_labels.shape, "pred_mask")
+    return gt_boxes, gt_labels, gt_mask, pred_boxes, pred_labels, pred_scores, pred_mask
+
+
 def detection_average_precision(
     gt_boxes: jax.typing.ArrayLike,
     gt_labels: jax.typing.ArrayLike,
@@ -334,31 +371,9 @@ def detection_average_precision(
     thresholds = static_iou_thresholds(iou_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)
-    gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
-    pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
-    width = gt_boxes.shape[-1]
-    if width not in (2, 4) or pred_boxes.shape[-1] != width:
-        raise ValueError(
-            f"gt_boxes and pred_boxes must end in the same size 2 (intervals) or 4 (boxes), "
-            f"got {gt_boxes.shape} and {pred_boxes.shape}."
-        )
-    gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
-    pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
-    pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
-    if gt_labels.shape != gt_boxes.shape[:-1]:
-        raise ValueError(f"gt_labels must have shape {gt_boxes.shape[:-1]}, got {gt_labels.shape}.")
-    for name, x in (("pred_labels", pred_labels), ("pred_scores", pred_scores)):
-        if x.shape != pred_boxes.shape[:-1]:
-            raise ValueError(f"{name} must have shape {pred_boxes.shape[:-1]}, got {x.shape}.")
-    if gt_boxes.shape[:-2] != pred_boxes.shape[:-2]:
-        raise ValueError(
-            f"gt_boxes [..., V, G, D] and pred_boxes [..., V, P, D] must share [..., V], got "
-            f"{gt_boxes.shape} and {pred_boxes.shape}."
-        )
-    gt_mask = checks.as_mask(gt_mask, gt_labels.shape, "gt_mask")
-    pred_mask = checks.as_mask(pred_mask, pred_labels.shape, "pred_mask")
-    gt_mask = jnp.ones(gt_labels.shape, bool) if gt_mask is None else gt_mask
-    pred_mask = jnp.ones(pred_labels.shape, bool) if pred_mask is None else pred_mask
+    tables = checked_detections(
+        gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask
+    )
 
     def one_dataset(gb, gl, gm, pb, pl, ps, pm):
         matches = match_detections(
@@ -381,8 +396,4 @@ def detection_average_precision(
         count = jnp.sum(defined, axis=0, dtype=jnp.int32).astype(jnp.float32)
         return ClassScores(per_class, safe_divide(total, count, jnp.nan))
 
-    return batching.lift(
-        one_dataset,
-        (gt_boxes, gt_labels, gt_mask, pred_boxes, pred_labels, pred_scores, pred_mask),
-        (3, 2, 2, 3, 2, 2, 2),
-    )
+    return batching.lift(one_dataset, tables, DATASET_NDIMS)
