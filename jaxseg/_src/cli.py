@@ -67,33 +67,34 @@ class Progress:
             self.shown = 0
 
 
-def _overlap(text: str) -> float:
+def _parse(text: str, kind: type, what: str):
+    """``text`` as a ``kind`` (int or float), else an argparse error naming ``what``."""
     try:
-        value = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"overlaps must be in (0, 1], got {text}")
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise argparse.ArgumentTypeError(message)
+
+
+def _overlap(text: str) -> float:
+    value = _parse(text, float, "a number")
+    _require(0.0 < value <= 1.0, f"overlaps must be in (0, 1], got {text}")
     return value
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    value = _parse(text, int, "an integer")
+    _require(value >= 1, f"must be at least 1, got {text}")
     return value
 
 
 def _decimals(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value <= 15:
-        raise argparse.ArgumentTypeError(f"must be in 0..15, got {text}")
+    value = _parse(text, int, "an integer")
+    _require(0 <= value <= 15, f"must be in 0..15, got {text}")
     return value
 
 
@@ -101,22 +102,14 @@ def _video_count(text: str) -> int | None:
     """A number of videos, or None for 'all'."""
     if text == "all":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of videos or 'all': {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    value = _parse(text, int, "a number of videos or 'all'")
+    _require(value >= 0, f"must be at least 0, got {text}")
     return value
 
 
 def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"confidence level must be in (0, 1), got {text}")
+    value = _parse(text, float, "a number")
+    _require(0.0 < value < 1.0, f"confidence level must be in (0, 1), got {text}")
     return value
 
 
@@ -195,7 +188,7 @@ _CACHE_NOTE = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jaxseg`` command."""
-    from jaxseg._src import cli_detection, cli_grounding, cli_unsupervised
+    from jaxseg._src import cli_detection, cli_grounding
 
     parser = argparse.ArgumentParser(
         prog="jaxseg",
@@ -204,6 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"jaxseg {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_evaluate_command(commands)
+    _add_compare_command(commands)
+    cli_detection.add_parser(commands, _add_output_arguments)
+    cli_grounding.add_parser(commands, _add_output_arguments)
+    return parser
+
+
+def _add_evaluate_command(commands) -> None:
+    """The ``evaluate`` subcommand: one model's segmentation against the ground truth."""
+    from jaxseg._src import cli_unsupervised
+
     evaluate = commands.add_parser(
         "evaluate",
         help="action segmentation: frame accuracy, edit score, segmental F1@k",
@@ -232,26 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--demo", action="store_true", help="evaluate the demo dataset shipped with jaxseg"
     )
     _add_segmentation_arguments(evaluate)
-    evaluate.add_argument("--per-video", action="store_true", help="also a row per video")
-    evaluate.add_argument(
-        "--per-class",
-        action="store_true",
-        help="also frame-level accuracy, precision and F1 per class",
-    )
-    evaluate.add_argument(
-        "--plot",
-        metavar="DIR",
-        help="write PNG pictures to DIR: overview.png (per-class scores and the confusion "
-        "matrix; needs matplotlib)",
-    )
-    evaluate.add_argument(
-        "--plot-videos",
-        type=_video_count,
-        default=0,
-        metavar="N",
-        help="with --plot, also a timeline_<video>.png for the N videos of lowest frame "
-        "accuracy, or for 'all' videos (default 0)",
-    )
+    _add_picture_arguments(evaluate)
     evaluate.add_argument(
         "--ci",
         type=_level,
@@ -263,6 +248,33 @@ def build_parser() -> argparse.ArgumentParser:
     cli_unsupervised.add_arguments(evaluate)
     _add_output_arguments(evaluate)
 
+
+def _add_picture_arguments(parser: argparse.ArgumentParser) -> None:
+    """``evaluate``'s rows per video and per class, and its pictures."""
+    parser.add_argument("--per-video", action="store_true", help="also a row per video")
+    parser.add_argument(
+        "--per-class",
+        action="store_true",
+        help="also frame-level accuracy, precision and F1 per class",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        help="write PNG pictures to DIR: overview.png (per-class scores and the confusion "
+        "matrix; needs matplotlib)",
+    )
+    parser.add_argument(
+        "--plot-videos",
+        type=_video_count,
+        default=0,
+        metavar="N",
+        help="with --plot, also a timeline_<video>.png for the N videos of lowest frame "
+        "accuracy, or for 'all' videos (default 0)",
+    )
+
+
+def _add_compare_command(commands) -> None:
+    """The ``compare`` subcommand: two models' segmentations, paired, on the same videos."""
     compare = commands.add_parser(
         "compare",
         help="paired comparison of two models' predictions on the same videos",
@@ -284,10 +296,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_bootstrap_arguments(compare)
     _add_output_arguments(compare)
-
-    cli_detection.add_parser(commands, _add_output_arguments)
-    cli_grounding.add_parser(commands, _add_output_arguments)
-    return parser
 
 
 def _ground_truth_folder(path: str) -> Path:

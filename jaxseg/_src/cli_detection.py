@@ -71,6 +71,17 @@ def add_parser(commands, add_output_arguments) -> None:
     parser.add_argument(
         "--online", action="store_true", help="per-frame online detection (mAP and cAP)"
     )
+    _add_proposal_arguments(parser)
+    _add_threshold_arguments(parser)
+    parser.add_argument(
+        "--per-class", action="store_true", help="also AP (or AP and cAP) per class"
+    )
+    _add_online_arguments(parser)
+    add_output_arguments(parser)
+
+
+def _add_proposal_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--proposals`` and the average numbers of proposals of its curve."""
     parser.add_argument(
         "--proposals",
         action="store_true",
@@ -94,6 +105,10 @@ def add_parser(commands, add_output_arguments) -> None:
         help="proposals: AR at these average numbers of proposals (default 1 5 10 100, or the "
         "multiples of M/100 among 1 5 10 50 100 200 500 1000)",
     )
+
+
+def _add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ground-truth subset and the tIoU thresholds of offline detection."""
     parser.add_argument(
         "--subset",
         default="validation",
@@ -112,9 +127,10 @@ def add_parser(commands, add_output_arguments) -> None:
         metavar="TIOU",
         help="explicit tIoU thresholds in (0, 1] (instead of --preset)",
     )
-    parser.add_argument(
-        "--per-class", action="store_true", help="also AP (or AP and cAP) per class"
-    )
+
+
+def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
+    """The class columns online detection leaves out."""
     parser.add_argument(
         "--background",
         nargs="*",
@@ -131,7 +147,6 @@ def add_parser(commands, add_output_arguments) -> None:
         metavar="INDEX",
         help="online: columns whose positive frames are removed from every class (THUMOS: 21)",
     )
-    add_output_arguments(parser)
 
 
 # ------------------------------------------------------------------------------------------
