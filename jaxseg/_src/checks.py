@@ -163,6 +163,16 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     return int(value)
 
 
+def static_positive_ints(name: str, values) -> tuple[int, ...]:
+    """``values`` (an int or a sequence of ints) as a non-empty tuple of positive Python ints,
+    in the given order."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{name} must be a non-empty tuple of positive ints, got {values!r}.")
+    return tuple(static_int(name, v, minimum=1) for v in values)
+
+
 def positive_if_static(name: str, value) -> None:
     """Raises if ``value`` is a concrete number that is not > 0 (a traced value passes: it
     may be annealed inside jit, where its value is not known)."""

@@ -34,7 +34,6 @@ from jaxseg._src.ranking import (
     ap_and_cap_rows,
     recall_reaches,
     select_columns,
-    static_ks,
     suffix_max,
     top_k_hits,
 )
@@ -147,7 +146,7 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
     >>> acc.compute(state)["accuracy"].tolist()
     [0.0, 0.5]
     """
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     num_k = len(ks)
 
     def init():
@@ -209,7 +208,7 @@ def retrieval(
     """
     num_items = checks.static_int("num_items", num_items, minimum=1)
     ties = checks.static_choice("ties", ties, TIES)
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     size = 2 * num_items
 
     def init():
