@@ -113,6 +113,18 @@ def _level(text: str) -> float:
     return value
 
 
+class _DeprecatedAlias(argparse.Action):
+    """An option's old name: stores into the new option's destination and says so on stderr."""
+
+    def __init__(self, option_strings, dest, *, replacement: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"jaxseg: {option_string} is deprecated, use {self.replacement}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", choices=reports.FORMATS, default="table", help="output format (default: table)"
@@ -238,11 +250,19 @@ def _add_evaluate_command(commands) -> None:
     _add_segmentation_arguments(evaluate)
     _add_picture_arguments(evaluate)
     evaluate.add_argument(
-        "--ci",
+        "--confidence",
         type=_level,
         metavar="LEVEL",
         help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
         "videos",
+    )
+    evaluate.add_argument(
+        "--ci",
+        type=_level,
+        dest="confidence",
+        action=_DeprecatedAlias,
+        replacement="--confidence",
+        help=argparse.SUPPRESS,
     )
     _add_bootstrap_arguments(evaluate)
     cli_unsupervised.add_arguments(evaluate)
@@ -604,8 +624,10 @@ def _run_evaluate(args) -> int:
     needs_classes = args.per_class or args.plot is not None
     class_stats = _class_statistics(dataset) if needs_classes else None
     intervals = None
-    if args.ci is not None:
-        intervals = _confidence_intervals(evaluator, overlaps, args.ci, args.samples, args.seed)
+    if args.confidence is not None:
+        intervals = _confidence_intervals(
+            evaluator, overlaps, args.confidence, args.samples, args.seed
+        )
     report = _segmentation_report(
         dataset,
         evaluator,

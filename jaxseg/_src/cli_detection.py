@@ -349,8 +349,8 @@ def _offline(args) -> reports.Report:
         tables.pred_scores,
         num_classes=len(tables.class_names),
         iou_thresholds=thresholds,
-        gt_mask=tables.gt_mask,
-        pred_mask=tables.pred_mask,
+        target_mask=tables.gt_mask,
+        prediction_mask=tables.pred_mask,
     )
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
     columns = ("name", *_threshold_columns(thresholds), "Avg")

@@ -241,7 +241,7 @@ def run(args) -> int:
         (args.demo, "--demo"),
         (args.per_class, "--per-class"),
         (args.plot, "--plot"),
-        (args.ci, "--ci"),
+        (args.confidence, "--confidence"),
         (args.legacy_asformer_end, "--legacy-asformer-end"),
     ):
         if flag:

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.dense import confusion_matrices, nanmean_classes, scores_from_confusion
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
     ACTIVITYNET_THRESHOLDS,
     DATASET_NDIMS,
@@ -605,10 +606,11 @@ def detection(
 ) -> Accumulator:
     """Accumulator of detection AP per class and mAP (ActivityNet or VOC) over many batches.
 
-    Matching happens inside each video, so each ``update(state, gt_boxes, gt_labels,
-    pred_boxes, pred_labels, pred_scores, *, gt_mask=None, pred_mask=None)`` (``[V, ...]``
-    tables as :func:`detection_average_precision`) matches its videos at once and keeps
-    only (label, score, TP per threshold) of each prediction. ``compute`` returns ``ap``
+    Matching happens inside each video, so each ``update(state, target_boxes, target_labels,
+    predicted_boxes, predicted_labels, scores, *, target_mask=None, prediction_mask=None)``
+    (``[V, ...]`` tables as :func:`detection_average_precision`, whose old keyword names
+    still work and warn) matches its videos at once and keeps only (label, score, TP per
+    threshold) of each prediction. ``compute`` returns ``ap``
     ``float32[C, K]``, ``map`` ``[K]``, ``predictions`` and ``overflow``.
 
     Args:
@@ -642,19 +644,34 @@ def detection(
     else:
         init, add, merge, compute = _detection_buffer(num_classes, num_k, capacity, interpolation)
 
+    @renamed_arguments(
+        gt_boxes="target_boxes",
+        gt_labels="target_labels",
+        pred_boxes="predicted_boxes",
+        pred_labels="predicted_labels",
+        pred_scores="scores",
+        gt_mask="target_mask",
+        pred_mask="prediction_mask",
+    )
     def update(
         state,
-        gt_boxes,
-        gt_labels,
-        pred_boxes,
-        pred_labels,
-        pred_scores,
+        target_boxes,
+        target_labels,
+        predicted_boxes,
+        predicted_labels,
+        scores,
         *,
-        gt_mask=None,
-        pred_mask=None,
+        target_mask=None,
+        prediction_mask=None,
     ):
         tables = checked_detections(
-            gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask
+            target_boxes,
+            target_labels,
+            predicted_boxes,
+            predicted_labels,
+            scores,
+            target_mask,
+            prediction_mask,
         )
         matches = match_detections(
             *_videos_first(tables),
