@@ -11,7 +11,6 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxseg._src import report as reports
-from jaxseg._src.io_files import InputError, read_label_array
+from jaxseg._src.io_files import InputError, read_json, read_label_array, read_npy
 
 PRESETS = {
     "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
@@ -152,29 +151,6 @@ def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
-def _load_json(path: Path, what: str) -> dict:
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
-    try:
-        return json.loads(data)  # a UTF-8 byte-order mark is accepted
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise InputError(
-            f"{path}:{line}: {what} is not UTF-8 text (invalid byte 0x{data[error.start]:02x} "
-            f"at offset {error.start})"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
-        ) from None
-
-
 def _member(path: Path, document, key: str, what: str) -> dict:
     if not isinstance(document, dict) or not isinstance(document.get(key), dict):
         raise InputError(f"{path}: {what} needs a '{key}' object mapping video ids to entries")
@@ -210,10 +186,10 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
     not in the subset keep their detections, which can only be false positives.
     """
     database = _member(
-        ground_truth, _load_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+        ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
     )
     results = _member(
-        submission, _load_json(submission, "submission file"), "results", "submission file"
+        submission, read_json(submission, "submission file"), "results", "submission file"
     )
     truth: dict[str, list[tuple[float, float, str]]] = {}
     subsets = set()
@@ -400,13 +376,9 @@ def _offline(args) -> reports.Report:
 
 def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
-    for path in (targets_path, scores_path):
-        if not path.is_file():
-            raise InputError(f"{path}: file not found")
-    try:
-        scores = np.load(scores_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{scores_path}: not a readable .npy array ({error})") from None
+    if not targets_path.is_file():  # before the scores are read
+        raise InputError(f"{targets_path}: targets file not found")
+    scores = read_npy(scores_path, "scores file")
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
         raise InputError(
             f"{scores_path}: expected float scores [N, C], got dtype {scores.dtype} "
@@ -414,10 +386,7 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
         )
     if np.isnan(scores).any():
         raise InputError(f"{scores_path}: scores hold NaN")
-    try:
-        targets = np.load(targets_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{targets_path}: not a readable .npy array ({error})") from None
+    targets = read_npy(targets_path, "targets file")
     if targets.ndim == 1:
         labels = read_label_array(targets_path)
         if labels.max() >= scores.shape[1]:

@@ -267,18 +267,26 @@ def static_iou_thresholds(value) -> tuple[float, ...]:
 DATASET_NDIMS = (3, 2, 2, 3, 2, 2, 2)
 
 
-def checked_detections(
-    target_boxes,
-    target_labels,
-    predicted_boxes,
-    predicted_labels,
-    scores,
-    target_mask,
-    prediction_mask,
-):
-    """The tables of :func:`detection_average_precision` checked (dtypes, shapes) and in
-    :func:`match_detections`' order, an absent mask all True: ``(target_boxes, target_labels,
-    target_mask, predicted_boxes, predicted_labels, scores, prediction_mask)``."""
+# The names of the detection tables up to jaxseg 0.1, and their names now.
+OLD_DETECTION_NAMES = dict(
+    gt_boxes="target_boxes",
+    gt_labels="target_labels",
+    pred_boxes="predicted_boxes",
+    pred_labels="predicted_labels",
+    pred_scores="scores",
+    gt_mask="target_mask",
+    pred_mask="prediction_mask",
+)
+
+
+def checked_detections(targets, predictions, masks):
+    """The tables of :func:`detection_average_precision` checked (dtypes, shapes), given as
+    ``targets = (target_boxes, target_labels)``, ``predictions = (predicted_boxes,
+    predicted_labels, scores)`` and ``masks = (target_mask, prediction_mask)``, and returned
+    in :func:`match_detections`' order, an absent mask all True."""
+    target_boxes, target_labels = targets
+    predicted_boxes, predicted_labels, scores = predictions
+    target_mask, prediction_mask = masks
     target_boxes = checks.as_float("target_boxes", target_boxes, min_ndim=3)
     predicted_boxes = checks.as_float("predicted_boxes", predicted_boxes, min_ndim=3)
     width = target_boxes.shape[-1]
@@ -315,15 +323,7 @@ def checked_detections(
     )
 
 
-@renamed_arguments(
-    gt_boxes="target_boxes",
-    gt_labels="target_labels",
-    pred_boxes="predicted_boxes",
-    pred_labels="predicted_labels",
-    pred_scores="scores",
-    gt_mask="target_mask",
-    pred_mask="prediction_mask",
-)
+@renamed_arguments(**OLD_DETECTION_NAMES)
 def detection_average_precision(
     target_boxes: jax.typing.ArrayLike,
     target_labels: jax.typing.ArrayLike,
@@ -401,13 +401,9 @@ def detection_average_precision(
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)
     tables = checked_detections(
-        target_boxes,
-        target_labels,
-        predicted_boxes,
-        predicted_labels,
-        scores,
-        target_mask,
-        prediction_mask,
+        (target_boxes, target_labels),
+        (predicted_boxes, predicted_labels, scores),
+        (target_mask, prediction_mask),
     )
 
     def one_dataset(gb, gl, gm, pb, pl, ps, pm):

@@ -23,6 +23,7 @@ from jaxseg._src.detection import (
     ACTIVITYNET_THRESHOLDS,
     DATASET_NDIMS,
     MATCHINGS,
+    OLD_DETECTION_NAMES,
     Matches,
     checked_detections,
     class_average_precision,
@@ -644,15 +645,7 @@ def detection(
     else:
         init, add, merge, compute = _detection_buffer(num_classes, num_k, capacity, interpolation)
 
-    @renamed_arguments(
-        gt_boxes="target_boxes",
-        gt_labels="target_labels",
-        pred_boxes="predicted_boxes",
-        pred_labels="predicted_labels",
-        pred_scores="scores",
-        gt_mask="target_mask",
-        pred_mask="prediction_mask",
-    )
+    @renamed_arguments(**OLD_DETECTION_NAMES)
     def update(
         state,
         target_boxes,
@@ -665,13 +658,9 @@ def detection(
         prediction_mask=None,
     ):
         tables = checked_detections(
-            target_boxes,
-            target_labels,
-            predicted_boxes,
-            predicted_labels,
-            scores,
-            target_mask,
-            prediction_mask,
+            (target_boxes, target_labels),
+            (predicted_boxes, predicted_labels, scores),
+            (target_mask, prediction_mask),
         )
         matches = match_detections(
             *_videos_first(tables),

@@ -227,9 +227,7 @@ def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     Args:
       targets: float ``[..., 2]`` target intervals ``(start, end)``.
-      predictions: float ``[..., 2]`` predicted intervals, the same shape. The loss is
-        symmetric in the two, so calls in jaxseg 0.1's order ``(predictions, targets)``
-        give the same values and gradients.
+      predictions: float ``[..., 2]`` predicted intervals, the same shape.
       mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
         gradient).
 
@@ -238,6 +236,10 @@ def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     >>> round(float(temporal_iou_loss(jnp.array([0.0, 4.0]), jnp.array([2.0, 6.0]))), 4)
     0.6667
+
+    Note:
+      This loss and the GIoU and DIoU losses are symmetric in their two intervals, so calls
+      in jaxseg 0.1's order ``(predictions, targets)`` give the same values and gradients.
     """
     targets, predictions, mask = _intervals(targets, predictions, mask)
     iou, _, _ = _interval_terms(targets, predictions)
@@ -251,11 +253,9 @@ def temporal_giou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     Args:
       targets: float ``[..., 2]`` target intervals ``(start, end)``.
-      predictions: float ``[..., 2]`` predicted intervals, the same shape. The loss is
-        symmetric in the two, so calls in jaxseg 0.1's order ``(predictions, targets)``
-        give the same values and gradients.
-      mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
-        gradient).
+      predictions: float ``[..., 2]`` predicted intervals; one disjoint from its target still
+        has a gradient, through the hull term.
+      mask: optional bool ``[...]``, True = a valid pair (0 and no gradient elsewhere).
 
     Returns:
       float32 ``[...]`` in ``[0, 2]``; the hull term is 0 when the hull is empty.
@@ -280,11 +280,9 @@ def temporal_diou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     Args:
       targets: float ``[..., 2]`` target intervals ``(start, end)``.
-      predictions: float ``[..., 2]`` predicted intervals, the same shape. The loss is
-        symmetric in the two, so calls in jaxseg 0.1's order ``(predictions, targets)``
-        give the same values and gradients.
-      mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
-        gradient).
+      predictions: float ``[..., 2]`` predicted intervals, whose centres the loss pulls
+        toward the targets' centres (disjoint or not).
+      mask: optional bool ``[...]``, True = a valid pair (0 and no gradient elsewhere).
 
     Returns:
       float32 ``[...]`` in ``[0, 2]``; the centre term is 0 when the hull is empty.
