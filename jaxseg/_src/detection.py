@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import batching, checks
+from jaxseg._src.dense import nanmean_classes
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import (
@@ -422,9 +423,6 @@ def detection_average_precision(
         per_class = class_average_precision(
             matches, num_classes=num_classes, interpolation=interpolation
         )
-        defined = ~jnp.isnan(per_class)
-        total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=0)
-        count = jnp.sum(defined, axis=0, dtype=jnp.int32).astype(jnp.float32)
-        return ClassScores(per_class, safe_divide(total, count, jnp.nan))
+        return ClassScores(per_class, nanmean_classes(per_class.T).mean)
 
     return batching.lift(one_dataset, tables, DATASET_NDIMS)

@@ -585,20 +585,32 @@ def precision_recall_curve(
     )
 
 
-def _per_class(targets, scores, mask, background, ambiguous):
-    """Rows ``[..., C, N]`` and the frame validity after dropping ambiguous frames."""
-    targets, scores = _rows(targets, scores, min_ndim=2)
-    valid = checks.as_valid(mask, targets.shape[:-1])
-    num_classes = targets.shape[-1]
+def scored_classes(num_classes: int, background, ambiguous) -> tuple:
+    """The static ``background`` and ``ambiguous`` tuples, checked against [0, C), and the
+    classes scored (neither), in order."""
     background = checks.static_labels("background", background)
     ambiguous = checks.static_labels("ambiguous", ambiguous)
     for name, labels in (("background", background), ("ambiguous", ambiguous)):
         for c in labels:
             if not 0 <= c < num_classes:
                 raise ValueError(f"{name} classes must lie in [0, {num_classes}), got {c}.")
-    if ambiguous:
-        valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
     scored = tuple(c for c in range(num_classes) if c not in background + ambiguous)
+    return background, ambiguous, scored
+
+
+def without_ambiguous(valid, targets, ambiguous: tuple[int, ...]):
+    """``valid`` less the frames positive for an ``ambiguous`` class (multi-hot ``targets``
+    ``[..., C]``): LSTR removes them from every class."""
+    if not ambiguous:
+        return valid
+    return valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
+
+
+def _per_class(targets, scores, mask, background, ambiguous):
+    """Rows ``[..., C, N]`` and the frame validity after dropping ambiguous frames."""
+    targets, scores = _rows(targets, scores, min_ndim=2)
+    _, ambiguous, scored = scored_classes(targets.shape[-1], background, ambiguous)
+    valid = without_ambiguous(checks.as_valid(mask, targets.shape[:-1]), targets, ambiguous)
     return targets, scores, valid, scored
 
 

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
@@ -35,9 +36,10 @@ from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
     recall_reaches,
-    select_columns,
+    scored_classes,
     suffix_max,
     top_k_hits,
+    without_ambiguous,
 )
 from jaxseg._src.retrieval import TIES, retrieval_ranks
 from jaxseg._src.streaming_segmentation import merge_states
@@ -334,21 +336,20 @@ def _frame_rows(targets, scores, mask, num_classes, ambiguous):
             f"targets and scores must both have shape [..., N, {num_classes}], got "
             f"{targets.shape} and {scores.shape}."
         )
-    valid = checks.as_valid(mask, targets.shape[:-1]).reshape(-1)
     targets = (targets != 0).reshape(-1, num_classes)
-    if ambiguous:
-        valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
-    return targets, scores.reshape(-1, num_classes), valid
+    valid = checks.as_valid(mask, scores.shape[:-1]).reshape(-1)
+    return targets, scores.reshape(-1, num_classes), without_ambiguous(valid, targets, ambiguous)
 
 
 def _frame_results(ap, cap, frames, overflow, scored):
     """The result dict: AP and cAP per class, NaN for the classes not ``scored`` (a static
-    tuple of bools) and everywhere when ``overflow`` (frames that did not fit) is positive,
-    and their means over the classes where they are defined."""
+    tuple of class indices) and everywhere when ``overflow`` (frames that did not fit) is
+    positive, and their means over the classes where they are defined."""
     lost = overflow > 0
+    is_scored = np.isin(np.arange(ap.shape[-1]), scored)
 
     def means(x):
-        result = nanmean_classes(jnp.where(jnp.asarray(scored) & ~lost, x, jnp.nan))
+        result = nanmean_classes(jnp.where(is_scored & ~lost, x, jnp.nan))
         return result.per_class, jnp.where(lost, jnp.nan, result.mean)
 
     ap, map_ = means(ap)
@@ -448,9 +449,7 @@ def frame_average_precision(
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     capacity, num_thresholds = _one_of(capacity, num_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
-    background = checks.static_labels("background", background)
-    ambiguous = checks.static_labels("ambiguous", ambiguous)
-    scored = tuple(c not in background + ambiguous for c in range(num_classes))
+    _, ambiguous, scored = scored_classes(num_classes, background, ambiguous)
     if capacity is None:
         init, add, merge, compute = _frame_histogram(num_classes, num_thresholds, scored)
     else:
