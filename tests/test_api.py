@@ -54,9 +54,9 @@ _DATA = {
 #   `max_predictions` and `max_average_proposals` are no capacities but how many of the
 #   ranked predictions are scored (Moment-DETR's top 10, ActivityNet's AR@AN);
 # - thresholds: `iou_thresholds` (detection, grounding, proposals) and `overlaps` (segmental
-#   F1) are both IoU thresholds; `overlaps` is to become `iou_thresholds` with the
-#   segmentation family's rework (#19), `threshold` is `smoothing_loss`'s clamp, and
-#   `num_thresholds` the number of score bins of a binned accumulator.
+#   F1, Evaluator, `jaxseg evaluate --overlaps`) are one concept under two names: `overlaps`
+#   is not renamed yet (its files are being reworked under #19); `threshold` is
+#   `smoothing_loss`'s clamp and `num_thresholds` the number of score bins of an accumulator.
 _OPTIONS = {
     "alpha", "ambiguous", "at", "average", "background", "backward", "beta", "classes",
     "comparison", "event_ndim", "exclude_background", "f1", "form", "gamma",
