@@ -248,8 +248,8 @@ def bench_detection(num_videos, num_classes, preds):
                 e,
                 num_classes=num_classes,
                 iou_thresholds=thresholds,
-                gt_mask=f,
-                pred_mask=g,
+                target_mask=f,
+                prediction_mask=g,
             ).mean
         )
     )

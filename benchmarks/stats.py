@@ -2,7 +2,8 @@
 
 Breakfast-shaped set: 1712 videos, 5.36 M frames, 48 classes. jaxseg computes the per-video
 statistics once (``segmentation_statistics``), then every replicate is a weighted sum
-(``bootstrap(stats, segmentation_metrics)``, jit-compiled). Baselines, measured in the same run:
+(``bootstrap(statistics, segmentation_metrics)``, jit-compiled). Baselines, measured in the
+same run:
 
 * pure Python, as the reference scripts evaluate: for each replicate, draw 1712 videos with
   replacement and recompute accuracy, edit and F1 from the frame labels with per-video Python

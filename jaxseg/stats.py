@@ -1,12 +1,12 @@
 """Public namespace: bootstrap intervals and paired tests over per-video statistics.
 
-A dataset metric is ``metric_fn(stats, weights)``: the metric of the videos of ``stats``
-(leaves ``[N, ...]``) taken ``weights[i]`` times each. Resampling videos is then a weighted
-sum, and 10,000 bootstrap replicates cost little more than one evaluation::
+A dataset metric is ``metric_fn(statistics, weights)``: the metric of the videos of
+``statistics`` (leaves ``[N, ...]``) taken ``weights[i]`` times each. Resampling videos is
+then a weighted sum, and 10,000 bootstrap replicates cost little more than one evaluation::
 
-    stats = jaxseg.stats.segmentation_statistics(targets, predictions, mask=mask)
+    statistics = jaxseg.stats.segmentation_statistics(targets, predictions, mask=mask)
     result = jax.jit(jaxseg.stats.bootstrap, static_argnums=1)(
-        stats, jaxseg.stats.segmentation_metrics, key=jax.random.key(0))
+        statistics, jaxseg.stats.segmentation_metrics, key=jax.random.key(0))
     result.lower["f1"], result.upper["f1"]
 """
 

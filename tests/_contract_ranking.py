@@ -97,7 +97,7 @@ def _ranks(similarity, targets, **kwargs):
 
 
 _SCORES = ("targets", "scores")
-_DETECTION = ("gt_boxes", "gt_labels", "pred_boxes", "pred_labels", "pred_scores")
+_DETECTION = ("target_boxes", "target_labels", "predicted_boxes", "predicted_labels", "scores")
 _DENSE = dict(num_classes=5, ignore_index=3, spatial_ndim=1)
 _SIM = ("similarity", "targets")
 

@@ -113,7 +113,9 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
         (lambda gt, sub: (sub.unlink(), sub.mkdir()),
          "sub.json: is a folder; the submission file must be a JSON file"),
         (lambda gt, sub: sub.write_bytes(b'{"results":\n {"v_\xe9": []}}'),
-         "sub.json:2: submission file is not UTF-8 text (invalid byte 0xe9 at offset 17)"),
+         "sub.json:2: submission file is not a UTF-8 text file (invalid byte 0xe9 at offset 17)"),
+        (lambda gt, sub: sub.write_bytes(b'{"results": {}}\0'),
+         "sub.json: submission file is not a text file (NUL byte at offset 15)"),
     ],
 )  # fmt: skip
 def test_bad_json_inputs(tmp_path, capsys, golden_detection, edit, message):

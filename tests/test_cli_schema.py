@@ -71,7 +71,7 @@ def _csv_columns_keep_one_meaning(text: str, same_meaning=frozenset({"frames"}))
 def test_evaluate_and_compare_schema(tmp_path, capsys):
     videos = random_videos(31, 6, len(NAMES))
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
-    argv = ("evaluate", truth, predictions, "--per-video", "--per-class", "--ci", "0.9",
+    argv = ("evaluate", truth, predictions, "--per-video", "--per-class", "--confidence", "0.9",
             "--samples", "200")  # fmt: skip
     document = json.loads(_run(capsys, *argv, "--format", "json"))
     _check(document)

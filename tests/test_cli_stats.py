@@ -1,4 +1,4 @@
-"""`jaxseg evaluate --ci` and `jaxseg compare`: intervals and paired tests from jaxseg.stats."""
+"""`jaxseg evaluate --confidence` and `jaxseg compare`: intervals and paired tests, jaxseg.stats."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def run(capsys, command, *argv):
 def test_confidence_intervals_bracket_the_estimate_and_repeat(tmp_path, capsys):
     videos = random_videos(21, 8, len(NAMES))
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
-    argv = (truth, predictions, "--ci", "0.9", "--samples", "500", "--format", "json")
+    argv = (truth, predictions, "--confidence", "0.9", "--samples", "500", "--format", "json")
     document = run(capsys, "evaluate", *argv)
     (row,) = document["results"]  # bounds are columns beside each metric, not extra rows
     assert list(row) == ["name", *(f"{c}{s}" for c in COLUMNS for s in ("", " low", " high"))]
@@ -40,14 +40,18 @@ def test_confidence_intervals_bracket_the_estimate_and_repeat(tmp_path, capsys):
     assert run(capsys, "evaluate", *argv) == document  # seed 0 by default: the same intervals
     (other,) = run(capsys, "evaluate", *argv, "--seed", "1")["results"]
     assert all(other[c] == row[c] for c in COLUMNS) and other != row
+    old_name = (truth, predictions, "--ci", *argv[3:])  # the option's name up to jaxseg 0.1
+    assert main(["evaluate", *map(str, old_name)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == document and "--ci is deprecated, use --confidence" in err
 
 
 def test_identical_videos_give_a_zero_width_interval(tmp_path, capsys):
     video = random_videos(22, 1, len(NAMES))["video_00"]
     videos = {f"copy_{i}": video for i in range(8)}
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
-    document = run(capsys, "evaluate", truth, predictions, "--ci", "0.95", "--samples", "500",
-                   "--format", "json")  # fmt: skip
+    document = run(capsys, "evaluate", truth, predictions, "--confidence", "0.95",
+                   "--samples", "500", "--format", "json")  # fmt: skip
     (row,) = document["results"]
     for column in COLUMNS:
         assert row[f"{column} low"] == pytest.approx(row[column], abs=1e-4)

@@ -113,8 +113,8 @@ def test_errors(folders, capsys):
     assert "has 2 predicted frames but 5" in fails(
         capsys, root, predictions, "--matching", "per-video"
     )
-    assert fails(capsys, root, predictions, "--matching", "global", "--ci", "0.9") == (
-        "--matching does not take --ci"
+    assert fails(capsys, root, predictions, "--matching", "global", "--confidence", "0.9") == (
+        "--matching does not take --confidence"
     )
     assert (
         fails(capsys, root, predictions, "--matching", "global", "--segments-per-video", "0")

@@ -54,8 +54,8 @@ def _detection(
         ps,
         num_classes=C,
         iou_thresholds=thresholds,
-        gt_mask=gm,
-        pred_mask=pm,
+        target_mask=gm,
+        prediction_mask=pm,
         interpolation=interpolation,
         matching=matching,
     )
@@ -193,9 +193,9 @@ def test_iou_functions_match_reference():
 
 def test_errors_name_the_argument():
     gb, gl, _, pb, pl, ps, _ = to_tables([], [], videos=2)
-    with pytest.raises(ValueError, match="gt_boxes and pred_boxes"):
+    with pytest.raises(ValueError, match="target_boxes and predicted_boxes"):
         M.detection_average_precision(gb, gl, pb[..., :1], pl, ps, num_classes=3)
-    with pytest.raises(ValueError, match="pred_scores"):
+    with pytest.raises(ValueError, match="scores must have shape"):
         M.detection_average_precision(gb, gl, pb, pl, ps[:, :3], num_classes=3)
     with pytest.raises(ValueError, match="iou_thresholds"):
         M.detection_average_precision(gb, gl, pb, pl, ps, num_classes=3, iou_thresholds=(0.0,))

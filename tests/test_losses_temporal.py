@@ -96,24 +96,40 @@ def test_interval_losses_match_the_formulas_and_have_gradients_when_disjoint():
     targets = np.stack([starts[:, 1], starts[:, 1] + lengths[:, 1]], -1).astype(np.float32)
     targets[0] = preds[0]  # identical zero-length intervals: empty union and hull
     fns = (losses.temporal_iou_loss, losses.temporal_giou_loss, losses.temporal_diou_loss)
-    got = jax.jit(lambda p, t: [f(p, t) for f in fns])(preds, targets)
+    got = jax.jit(lambda t, p: [f(t, p) for f in fns])(targets, preds)
     for k in range(50):
         want = intervals(preds[k].astype(np.float64), targets[k].astype(np.float64))
         for value, w in zip(got, want, strict=True):
             np.testing.assert_allclose(float(value[k]), 1.0 - w, rtol=1e-5, atol=1e-5)
     disjoint = (jnp.array([0.0, 1.0]), jnp.array([3.0, 4.0]))
     for fn, moves in zip(fns, (False, True, True), strict=True):
-        grad = np.asarray(jax.grad(lambda p, f=fn: f(p, disjoint[1]))(disjoint[0]))
+        grad = np.asarray(jax.grad(lambda p, f=fn: f(disjoint[1], p))(disjoint[0]))
         assert np.all(np.isfinite(grad)) and bool(np.any(grad != 0)) == moves
     with jax.enable_x64(), jax.numpy_dtype_promotion("standard"):
         p64, t64 = jnp.asarray(preds[5:9], jnp.float64), jnp.asarray(targets[5:9], jnp.float64)
         for fn in fns:
-            check_grads(lambda p, f=fn: f(p, t64), (p64,), order=1, modes=["rev"], eps=1e-6)
+            check_grads(lambda p, f=fn: f(t64, p), (p64,), order=1, modes=["rev"], eps=1e-6)
     mask = np.arange(50) % 2 == 0
-    masked = losses.temporal_giou_loss(preds, targets, mask=mask)
+    masked = losses.temporal_giou_loss(targets, preds, mask=mask)
     assert np.all(np.asarray(masked)[~mask] == 0.0)
-    with pytest.raises(ValueError, match="predictions"):
-        losses.temporal_iou_loss(preds[:, :1], targets[:, :1])
+    with pytest.raises(ValueError, match="targets"):
+        losses.temporal_iou_loss(targets[:, :1], preds[:, :1])
+
+
+def test_interval_losses_are_symmetric_so_the_old_argument_order_still_holds():
+    # jaxseg 0.1 took (predictions, targets); the library order is now (targets,
+    # predictions). Both orders give the same values, and the same gradient with respect to
+    # the predictions, bit for bit.
+    rng = np.random.default_rng(5)
+    starts = rng.uniform(0, 10, (64, 2))
+    ends = starts + rng.uniform(0, 5, (64, 2))
+    targets = np.stack([starts[:, 0], ends[:, 0]], -1).astype(np.float32)
+    preds = np.stack([starts[:, 1], ends[:, 1]], -1).astype(np.float32)
+    for fn in (losses.temporal_iou_loss, losses.temporal_giou_loss, losses.temporal_diou_loss):
+        np.testing.assert_array_equal(fn(targets, preds), fn(preds, targets))
+        new = jax.grad(lambda p, f=fn: f(targets, p).sum())(preds)
+        old = jax.grad(lambda p, f=fn: f(p, targets).sum())(preds)
+        np.testing.assert_array_equal(new, old)
 
 
 def test_start_penalty_check_grads_float64():

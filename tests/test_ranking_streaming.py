@@ -127,7 +127,7 @@ def test_detection_accumulator_equals_direct(mode):
     gb, gl, gm, pb, pl, ps, pm = tables
     direct = jax.jit(
         lambda *t: M.detection_average_precision(
-            *t[:5], num_classes=C, iou_thresholds=(0.3, 0.5), gt_mask=t[5], pred_mask=t[6]
+            *t[:5], num_classes=C, iou_thresholds=(0.3, 0.5), target_mask=t[5], prediction_mask=t[6]
         )
     )(gb, gl, pb, pl, ps, gm, pm)
     size = {"capacity": 1024, "num_thresholds": 512}[mode]
@@ -136,7 +136,7 @@ def test_detection_accumulator_equals_direct(mode):
     batches = [(h[0], h[1], h[3], h[4], h[5]) for h in halves]
     update = jax.jit(acc.update)
     states = [
-        update(acc.init(), *b, gt_mask=h[2], pred_mask=h[6])
+        update(acc.init(), *b, target_mask=h[2], prediction_mask=h[6])
         for b, h in zip(batches, halves, strict=True)
     ]
     result = jax.jit(lambda a, b: acc.compute(acc.merge(a, b)))(*states)
@@ -146,7 +146,9 @@ def test_detection_accumulator_equals_direct(mode):
     if mode == "capacity":
         tiny = S.detection(num_classes=C, iou_thresholds=(0.3, 0.5), capacity=8)
         run = jax.jit(
-            lambda *b: tiny.compute(tiny.update(tiny.init(), *b[:5], gt_mask=b[5], pred_mask=b[6]))
+            lambda *b: tiny.compute(
+                tiny.update(tiny.init(), *b[:5], target_mask=b[5], prediction_mask=b[6])
+            )
         )
         out = run(*batches[0], halves[0][2], halves[0][6])
         assert float(out["overflow"]) > 0 and np.isnan(np.asarray(out["map"])).all()

@@ -481,7 +481,7 @@ KEY = jax.random.key(0)
         (
             lambda: stats.paired_bootstrap_test(X, jnp.ones(5), _mean, key=KEY),
             ValueError,
-            "stats_a and stats_b must be statistics of the same videos",
+            "statistics_a and statistics_b must be statistics of the same videos",
         ),
         (
             lambda: stats.paired_bootstrap_test(X, X, _mean, key=KEY, alternative="bigger"),

@@ -146,6 +146,12 @@ def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | N
     return mask
 
 
+def as_valid(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray:
+    """:func:`as_mask`, with ``None`` meaning every entry is valid: ``bool`` of ``shape``."""
+    mask = as_mask(mask, shape, name)
+    return jnp.ones(shape, bool) if mask is None else mask
+
+
 def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) -> int | None:
     """Returns a static Python int >= ``minimum`` (or ``None`` when allowed)."""
     if value is None and allow_none:
@@ -155,6 +161,16 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}.")
     return int(value)
+
+
+def static_positive_ints(name: str, values) -> tuple[int, ...]:
+    """``values`` (an int or a sequence of ints) as a non-empty tuple of positive Python ints,
+    in the given order."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"{name} must be a non-empty tuple of positive ints, got {values!r}.")
+    return tuple(static_int(name, v, minimum=1) for v in values)
 
 
 def positive_if_static(name: str, value) -> None:

@@ -67,33 +67,34 @@ class Progress:
             self.shown = 0
 
 
-def _overlap(text: str) -> float:
+def _parse(text: str, kind: type, what: str):
+    """``text`` as a ``kind`` (int or float), else an argparse error naming ``what``."""
     try:
-        value = float(text)
+        return kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value <= 1.0:
-        raise argparse.ArgumentTypeError(f"overlaps must be in (0, 1], got {text}")
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise argparse.ArgumentTypeError(message)
+
+
+def _overlap(text: str) -> float:
+    value = _parse(text, float, "a number")
+    _require(0.0 < value <= 1.0, f"overlaps must be in (0, 1], got {text}")
     return value
 
 
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    value = _parse(text, int, "an integer")
+    _require(value >= 1, f"must be at least 1, got {text}")
     return value
 
 
 def _decimals(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value <= 15:
-        raise argparse.ArgumentTypeError(f"must be in 0..15, got {text}")
+    value = _parse(text, int, "an integer")
+    _require(0 <= value <= 15, f"must be in 0..15, got {text}")
     return value
 
 
@@ -101,23 +102,27 @@ def _video_count(text: str) -> int | None:
     """A number of videos, or None for 'all'."""
     if text == "all":
         return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of videos or 'all': {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    value = _parse(text, int, "a number of videos or 'all'")
+    _require(value >= 0, f"must be at least 0, got {text}")
     return value
 
 
 def _level(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"confidence level must be in (0, 1), got {text}")
+    value = _parse(text, float, "a number")
+    _require(0.0 < value < 1.0, f"confidence level must be in (0, 1), got {text}")
     return value
+
+
+class _DeprecatedAlias(argparse.Action):
+    """An option's old name: stores into the new option's destination and says so on stderr."""
+
+    def __init__(self, option_strings, dest, *, replacement: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.replacement = replacement
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"jaxseg: {option_string} is deprecated, use {self.replacement}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -195,7 +200,7 @@ _CACHE_NOTE = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jaxseg`` command."""
-    from jaxseg._src import cli_detection, cli_grounding, cli_unsupervised
+    from jaxseg._src import cli_detection, cli_grounding
 
     parser = argparse.ArgumentParser(
         prog="jaxseg",
@@ -204,6 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"jaxseg {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_evaluate_command(commands)
+    _add_compare_command(commands)
+    cli_detection.add_parser(commands, _add_output_arguments)
+    cli_grounding.add_parser(commands, _add_output_arguments)
+    return parser
+
+
+def _add_evaluate_command(commands) -> None:
+    """The ``evaluate`` subcommand: one model's segmentation against the ground truth."""
+    from jaxseg._src import cli_unsupervised
+
     evaluate = commands.add_parser(
         "evaluate",
         help="action segmentation: frame accuracy, edit score, segmental F1@k",
@@ -232,19 +248,42 @@ def build_parser() -> argparse.ArgumentParser:
         "--demo", action="store_true", help="evaluate the demo dataset shipped with jaxseg"
     )
     _add_segmentation_arguments(evaluate)
-    evaluate.add_argument("--per-video", action="store_true", help="also a row per video")
+    _add_picture_arguments(evaluate)
     evaluate.add_argument(
+        "--confidence",
+        type=_level,
+        metavar="LEVEL",
+        help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
+        "videos",
+    )
+    evaluate.add_argument(
+        "--ci",
+        type=_level,
+        dest="confidence",
+        action=_DeprecatedAlias,
+        replacement="--confidence",
+        help=argparse.SUPPRESS,
+    )
+    _add_bootstrap_arguments(evaluate)
+    cli_unsupervised.add_arguments(evaluate)
+    _add_output_arguments(evaluate)
+
+
+def _add_picture_arguments(parser: argparse.ArgumentParser) -> None:
+    """``evaluate``'s rows per video and per class, and its pictures."""
+    parser.add_argument("--per-video", action="store_true", help="also a row per video")
+    parser.add_argument(
         "--per-class",
         action="store_true",
         help="also frame-level accuracy, precision and F1 per class",
     )
-    evaluate.add_argument(
+    parser.add_argument(
         "--plot",
         metavar="DIR",
         help="write PNG pictures to DIR: overview.png (per-class scores and the confusion "
         "matrix; needs matplotlib)",
     )
-    evaluate.add_argument(
+    parser.add_argument(
         "--plot-videos",
         type=_video_count,
         default=0,
@@ -252,17 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --plot, also a timeline_<video>.png for the N videos of lowest frame "
         "accuracy, or for 'all' videos (default 0)",
     )
-    evaluate.add_argument(
-        "--ci",
-        type=_level,
-        metavar="LEVEL",
-        help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
-        "videos",
-    )
-    _add_bootstrap_arguments(evaluate)
-    cli_unsupervised.add_arguments(evaluate)
-    _add_output_arguments(evaluate)
 
+
+def _add_compare_command(commands) -> None:
+    """The ``compare`` subcommand: two models' segmentations, paired, on the same videos."""
     compare = commands.add_parser(
         "compare",
         help="paired comparison of two models' predictions on the same videos",
@@ -284,10 +316,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_bootstrap_arguments(compare)
     _add_output_arguments(compare)
-
-    cli_detection.add_parser(commands, _add_output_arguments)
-    cli_grounding.add_parser(commands, _add_output_arguments)
-    return parser
 
 
 def _ground_truth_folder(path: str) -> Path:
@@ -596,8 +624,10 @@ def _run_evaluate(args) -> int:
     needs_classes = args.per_class or args.plot is not None
     class_stats = _class_statistics(dataset) if needs_classes else None
     intervals = None
-    if args.ci is not None:
-        intervals = _confidence_intervals(evaluator, overlaps, args.ci, args.samples, args.seed)
+    if args.confidence is not None:
+        intervals = _confidence_intervals(
+            evaluator, overlaps, args.confidence, args.samples, args.seed
+        )
     report = _segmentation_report(
         dataset,
         evaluator,

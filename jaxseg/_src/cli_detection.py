@@ -11,7 +11,6 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxseg._src import report as reports
-from jaxseg._src.io_files import InputError, read_label_array
+from jaxseg._src.io_files import InputError, read_json, read_label_array, read_npy
 
 PRESETS = {
     "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
@@ -71,6 +70,17 @@ def add_parser(commands, add_output_arguments) -> None:
     parser.add_argument(
         "--online", action="store_true", help="per-frame online detection (mAP and cAP)"
     )
+    _add_proposal_arguments(parser)
+    _add_threshold_arguments(parser)
+    parser.add_argument(
+        "--per-class", action="store_true", help="also AP (or AP and cAP) per class"
+    )
+    _add_online_arguments(parser)
+    add_output_arguments(parser)
+
+
+def _add_proposal_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--proposals`` and the average numbers of proposals of its curve."""
     parser.add_argument(
         "--proposals",
         action="store_true",
@@ -94,6 +104,10 @@ def add_parser(commands, add_output_arguments) -> None:
         help="proposals: AR at these average numbers of proposals (default 1 5 10 100, or the "
         "multiples of M/100 among 1 5 10 50 100 200 500 1000)",
     )
+
+
+def _add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ground-truth subset and the tIoU thresholds of offline detection."""
     parser.add_argument(
         "--subset",
         default="validation",
@@ -112,9 +126,10 @@ def add_parser(commands, add_output_arguments) -> None:
         metavar="TIOU",
         help="explicit tIoU thresholds in (0, 1] (instead of --preset)",
     )
-    parser.add_argument(
-        "--per-class", action="store_true", help="also AP (or AP and cAP) per class"
-    )
+
+
+def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
+    """The class columns online detection leaves out."""
     parser.add_argument(
         "--background",
         nargs="*",
@@ -131,35 +146,11 @@ def add_parser(commands, add_output_arguments) -> None:
         metavar="INDEX",
         help="online: columns whose positive frames are removed from every class (THUMOS: 21)",
     )
-    add_output_arguments(parser)
 
 
 # ------------------------------------------------------------------------------------------
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
-def _load_json(path: Path, what: str) -> dict:
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
-    try:
-        return json.loads(data)  # a UTF-8 byte-order mark is accepted
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise InputError(
-            f"{path}:{line}: {what} is not UTF-8 text (invalid byte 0x{data[error.start]:02x} "
-            f"at offset {error.start})"
-        ) from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
-        ) from None
-
-
 def _member(path: Path, document, key: str, what: str) -> dict:
     if not isinstance(document, dict) or not isinstance(document.get(key), dict):
         raise InputError(f"{path}: {what} needs a '{key}' object mapping video ids to entries")
@@ -195,10 +186,10 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
     not in the subset keep their detections, which can only be false positives.
     """
     database = _member(
-        ground_truth, _load_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+        ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
     )
     results = _member(
-        submission, _load_json(submission, "submission file"), "results", "submission file"
+        submission, read_json(submission, "submission file"), "results", "submission file"
     )
     truth: dict[str, list[tuple[float, float, str]]] = {}
     subsets = set()
@@ -334,8 +325,8 @@ def _offline(args) -> reports.Report:
         tables.pred_scores,
         num_classes=len(tables.class_names),
         iou_thresholds=thresholds,
-        gt_mask=tables.gt_mask,
-        pred_mask=tables.pred_mask,
+        target_mask=tables.gt_mask,
+        prediction_mask=tables.pred_mask,
     )
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
     columns = ("name", *_threshold_columns(thresholds), "Avg")
@@ -385,13 +376,9 @@ def _offline(args) -> reports.Report:
 
 def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
-    for path in (targets_path, scores_path):
-        if not path.is_file():
-            raise InputError(f"{path}: file not found")
-    try:
-        scores = np.load(scores_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{scores_path}: not a readable .npy array ({error})") from None
+    if not targets_path.is_file():  # before the scores are read
+        raise InputError(f"{targets_path}: targets file not found")
+    scores = read_npy(scores_path, "scores file")
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
         raise InputError(
             f"{scores_path}: expected float scores [N, C], got dtype {scores.dtype} "
@@ -399,10 +386,7 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
         )
     if np.isnan(scores).any():
         raise InputError(f"{scores_path}: scores hold NaN")
-    try:
-        targets = np.load(targets_path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{targets_path}: not a readable .npy array ({error})") from None
+    targets = read_npy(targets_path, "targets file")
     if targets.ndim == 1:
         labels = read_label_array(targets_path)
         if labels.max() >= scores.shape[1]:

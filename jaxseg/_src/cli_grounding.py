@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from jaxseg._src import report as reports
-from jaxseg._src.io_files import InputError
+from jaxseg._src.io_files import InputError, _decode_text, _read_bytes, read_json
 
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
@@ -72,29 +72,10 @@ def add_parser(commands, add_output_arguments) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading
 # ------------------------------------------------------------------------------------------
-def load_json(path: Path, what: str):
-    """A JSON document, or an :class:`InputError` naming the file and line."""
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
-    try:
-        return json.loads(path.read_bytes())
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
-        ) from None
-
-
 def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
     """(line number, object) of every non-blank line of a JSON Lines file."""
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as error:
-        raise InputError(f"{path}: {what} is not UTF-8 text (byte {error.start})") from None
+    lines = _decode_text(path, _read_bytes(path, what), what).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -152,7 +133,7 @@ def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
 def read_nlq(ground_truth: Path, predictions: Path):
     """Ego4D NLQ annotations and predictions -> (targets [Q, 1, 2], predictions [Q, P, 2],
     mask [Q, P], number of annotated queries); one row per prediction entry, as the script."""
-    document = load_json(ground_truth, "ground-truth file")
+    document = read_json(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
         raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
     queries: dict[tuple[str, str], list] = {}
@@ -169,7 +150,7 @@ def read_nlq(ground_truth: Path, predictions: Path):
                 key = (uid, _field(ground_truth, at, ann, "annotation_uid", str, "a string"))
                 rows = _field(ground_truth, at, ann, "language_queries", list, "a list")
                 queries[key] = [(at + f".language_queries[{i}]", q) for i, q in enumerate(rows)]
-    document = load_json(predictions, "predictions file")
+    document = read_json(predictions, "predictions file")
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise InputError(f"{predictions}: NLQ predictions need a 'results' list")
     targets, predicted = [], []
@@ -422,12 +403,12 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
     proposals count in the total that sets each video's budget). Returns (videos with targets,
     targets, target mask, proposals, scores, proposal mask, number of proposals).
     """
-    from jaxseg._src.cli_detection import _load_json, _member, _segment
+    from jaxseg._src.cli_detection import _member, _segment
 
     database = _member(
-        ground_truth, _load_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+        ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
     )
-    results = _member(proposals, _load_json(proposals, "proposal file"), "results", "proposal file")
+    results = _member(proposals, read_json(proposals, "proposal file"), "results", "proposal file")
     truth = {}
     for video, entry in database.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("annotations", []), list):

@@ -25,6 +25,7 @@ from jaxseg._src.io_files import (
     pair_files,
     read_labels,
     read_mapping,
+    read_npy,
     read_split,
 )
 
@@ -71,12 +72,7 @@ def add_arguments(parser) -> None:
 def read_cluster_ids(path: Path) -> np.ndarray:
     """One video's cluster ids: integers ``>= -1`` from a text or ``.npy`` file."""
     if path.suffix == ".npy":
-        if not path.is_file():
-            raise InputError(f"{path}: label file not found")
-        try:
-            array = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise InputError(f"{path}: not a readable .npy array ({error})") from None
+        array = read_npy(path, "label file")
         if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer) or array.size == 0:
             raise InputError(
                 f"{path}: expected integer cluster ids [T], got dtype {array.dtype} "
@@ -241,7 +237,7 @@ def run(args) -> int:
         (args.demo, "--demo"),
         (args.per_class, "--per-class"),
         (args.plot, "--plot"),
-        (args.ci, "--ci"),
+        (args.confidence, "--confidence"),
         (args.legacy_asformer_end, "--legacy-asformer-end"),
     ):
         if flag:

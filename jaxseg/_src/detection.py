@@ -14,6 +14,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import batching, checks
+from jaxseg._src.dense import nanmean_classes
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import (
     ClassScores,
@@ -261,17 +263,79 @@ def static_iou_thresholds(value) -> tuple[float, ...]:
     return value
 
 
+# Rank of each table of one dataset, in :func:`match_detections`' order: boxes ``[V, G, D]``,
+# labels, scores and masks ``[V, G]``.
+DATASET_NDIMS = (3, 2, 2, 3, 2, 2, 2)
+
+
+# The names of the detection tables up to jaxseg 0.1, and their names now.
+OLD_DETECTION_NAMES = dict(
+    gt_boxes="target_boxes",
+    gt_labels="target_labels",
+    pred_boxes="predicted_boxes",
+    pred_labels="predicted_labels",
+    pred_scores="scores",
+    gt_mask="target_mask",
+    pred_mask="prediction_mask",
+)
+
+
+def checked_detections(targets, predictions, masks):
+    """The tables of :func:`detection_average_precision` checked (dtypes, shapes), given as
+    ``targets = (target_boxes, target_labels)``, ``predictions = (predicted_boxes,
+    predicted_labels, scores)`` and ``masks = (target_mask, prediction_mask)``, and returned
+    in :func:`match_detections`' order, an absent mask all True."""
+    target_boxes, target_labels = targets
+    predicted_boxes, predicted_labels, scores = predictions
+    target_mask, prediction_mask = masks
+    target_boxes = checks.as_float("target_boxes", target_boxes, min_ndim=3)
+    predicted_boxes = checks.as_float("predicted_boxes", predicted_boxes, min_ndim=3)
+    width = target_boxes.shape[-1]
+    if width not in (2, 4) or predicted_boxes.shape[-1] != width:
+        raise ValueError(
+            f"target_boxes and predicted_boxes must end in the same size 2 (intervals) or 4 "
+            f"(boxes), got {target_boxes.shape} and {predicted_boxes.shape}."
+        )
+    target_labels = checks.as_int_labels("target_labels", target_labels, min_ndim=2)
+    predicted_labels = checks.as_int_labels("predicted_labels", predicted_labels, min_ndim=2)
+    scores = checks.as_float("scores", scores, min_ndim=2)
+    if target_labels.shape != target_boxes.shape[:-1]:
+        raise ValueError(
+            f"target_labels must have shape {target_boxes.shape[:-1]}, got {target_labels.shape}."
+        )
+    for name, x in (("predicted_labels", predicted_labels), ("scores", scores)):
+        if x.shape != predicted_boxes.shape[:-1]:
+            raise ValueError(f"{name} must have shape {predicted_boxes.shape[:-1]}, got {x.shape}.")
+    if target_boxes.shape[:-2] != predicted_boxes.shape[:-2]:
+        raise ValueError(
+            f"target_boxes [..., V, G, D] and predicted_boxes [..., V, P, D] must share [..., V], "
+            f"got {target_boxes.shape} and {predicted_boxes.shape}."
+        )
+    target_mask = checks.as_valid(target_mask, target_labels.shape, "target_mask")
+    prediction_mask = checks.as_valid(prediction_mask, predicted_labels.shape, "prediction_mask")
+    return (
+        target_boxes,
+        target_labels,
+        target_mask,
+        predicted_boxes,
+        predicted_labels,
+        scores,
+        prediction_mask,
+    )
+
+
+@renamed_arguments(**OLD_DETECTION_NAMES)
 def detection_average_precision(
-    gt_boxes: jax.typing.ArrayLike,
-    gt_labels: jax.typing.ArrayLike,
-    pred_boxes: jax.typing.ArrayLike,
-    pred_labels: jax.typing.ArrayLike,
-    pred_scores: jax.typing.ArrayLike,
+    target_boxes: jax.typing.ArrayLike,
+    target_labels: jax.typing.ArrayLike,
+    predicted_boxes: jax.typing.ArrayLike,
+    predicted_labels: jax.typing.ArrayLike,
+    scores: jax.typing.ArrayLike,
     *,
     num_classes: int,
     iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
-    gt_mask: jax.typing.ArrayLike | None = None,
-    pred_mask: jax.typing.ArrayLike | None = None,
+    target_mask: jax.typing.ArrayLike | None = None,
+    prediction_mask: jax.typing.ArrayLike | None = None,
     interpolation: str = "all_point",
     matching: str = "activitynet",
 ) -> ClassScores:
@@ -285,16 +349,16 @@ def detection_average_precision(
     :func:`box_iou`, intervals ``[..., 2]`` :func:`temporal_iou`.
 
     Args:
-      gt_boxes: float ``[..., V, G, 2]`` intervals or ``[..., V, G, 4]`` boxes.
-      gt_labels: integer ``[..., V, G]`` in [0, num_classes).
-      pred_boxes: float ``[..., V, P, 2 or 4]``.
-      pred_labels: integer ``[..., V, P]`` in [0, num_classes).
-      pred_scores: float ``[..., V, P]`` (no NaN).
+      target_boxes: float ``[..., V, G, 2]`` intervals or ``[..., V, G, 4]`` boxes.
+      target_labels: integer ``[..., V, G]`` in [0, num_classes).
+      predicted_boxes: float ``[..., V, P, 2 or 4]``.
+      predicted_labels: integer ``[..., V, P]`` in [0, num_classes).
+      scores: float ``[..., V, P]`` (no NaN).
       num_classes: static number of classes C.
       iou_thresholds: static tuple of K thresholds in (0, 1]; default ActivityNet's
         0.5:0.05:0.95.
-      gt_mask: optional ``bool[..., V, G]``, True = real ground-truth instance.
-      pred_mask: optional ``bool[..., V, P]``, True = real prediction.
+      target_mask: optional ``bool[..., V, G]``, True = real ground-truth instance.
+      prediction_mask: optional ``bool[..., V, P]``, True = real prediction.
       interpolation: static ``"all_point"`` (default) or ``"11point"`` (VOC2007).
       matching: static ``"activitynet"`` (default, fall-through) or ``"voc"``.
 
@@ -329,36 +393,19 @@ def detection_average_precision(
     has ``start <= end`` (a box ``x1 <= x2``, ``y1 <= y2``); an inverted one has IoU <= 0
     with everything and never matches. Labels lie in [0, num_classes); a ground truth or
     prediction with another label is left out, as if masked.
+
+    Deprecated: the keywords ``gt_boxes``, ``gt_labels``, ``pred_boxes``, ``pred_labels``,
+    ``pred_scores``, ``gt_mask`` and ``pred_mask`` (the names up to 0.1) still work and warn.
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     thresholds = static_iou_thresholds(iou_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)
-    gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
-    pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
-    width = gt_boxes.shape[-1]
-    if width not in (2, 4) or pred_boxes.shape[-1] != width:
-        raise ValueError(
-            f"gt_boxes and pred_boxes must end in the same size 2 (intervals) or 4 (boxes), "
-            f"got {gt_boxes.shape} and {pred_boxes.shape}."
-        )
-    gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
-    pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
-    pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
-    if gt_labels.shape != gt_boxes.shape[:-1]:
-        raise ValueError(f"gt_labels must have shape {gt_boxes.shape[:-1]}, got {gt_labels.shape}.")
-    for name, x in (("pred_labels", pred_labels), ("pred_scores", pred_scores)):
-        if x.shape != pred_boxes.shape[:-1]:
-            raise ValueError(f"{name} must have shape {pred_boxes.shape[:-1]}, got {x.shape}.")
-    if gt_boxes.shape[:-2] != pred_boxes.shape[:-2]:
-        raise ValueError(
-            f"gt_boxes [..., V, G, D] and pred_boxes [..., V, P, D] must share [..., V], got "
-            f"{gt_boxes.shape} and {pred_boxes.shape}."
-        )
-    gt_mask = checks.as_mask(gt_mask, gt_labels.shape, "gt_mask")
-    pred_mask = checks.as_mask(pred_mask, pred_labels.shape, "pred_mask")
-    gt_mask = jnp.ones(gt_labels.shape, bool) if gt_mask is None else gt_mask
-    pred_mask = jnp.ones(pred_labels.shape, bool) if pred_mask is None else pred_mask
+    tables = checked_detections(
+        (target_boxes, target_labels),
+        (predicted_boxes, predicted_labels, scores),
+        (target_mask, prediction_mask),
+    )
 
     def one_dataset(gb, gl, gm, pb, pl, ps, pm):
         matches = match_detections(
@@ -376,13 +423,6 @@ def detection_average_precision(
         per_class = class_average_precision(
             matches, num_classes=num_classes, interpolation=interpolation
         )
-        defined = ~jnp.isnan(per_class)
-        total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=0)
-        count = jnp.sum(defined, axis=0, dtype=jnp.int32).astype(jnp.float32)
-        return ClassScores(per_class, safe_divide(total, count, jnp.nan))
+        return ClassScores(per_class, nanmean_classes(per_class.T).mean)
 
-    return batching.lift(
-        one_dataset,
-        (gt_boxes, gt_labels, gt_mask, pred_boxes, pred_labels, pred_scores, pred_mask),
-        (3, 2, 2, 3, 2, 2, 2),
-    )
+    return batching.lift(one_dataset, tables, DATASET_NDIMS)

@@ -12,6 +12,7 @@ import numpy as np
 
 from jaxseg._src import checks
 from jaxseg._src.compilation import jit
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.f1 import Candidates, candidate_overlaps
 from jaxseg._src.numerics import count_set_bits
 from jaxseg._src.padding import (
@@ -204,13 +205,15 @@ class Evaluator:
 
     # -- adding videos -------------------------------------------------------------------
 
-    def add(self, gt, pred, *, mask=None, lengths=None, name=None) -> None:
+    @renamed_arguments(gt="targets", pred="predictions")
+    def add(self, targets, predictions, *, mask=None, lengths=None, name=None) -> None:
         """Adds one video, a list of videos, or a padded batch.
 
         Args:
-          gt: target labels: ``[T]`` (one video), a list of ``[T_i]`` arrays, or ``[B, T]``
-            padded (then give ``mask`` or ``lengths``; without them every frame is valid).
-          pred: predicted labels, same layout as ``gt``.
+          targets: target labels: ``[T]`` (one video), a list of ``[T_i]`` arrays, or
+            ``[B, T]`` padded (then give ``mask`` or ``lengths``; without them every frame is
+            valid). The keyword ``gt`` (jaxseg 0.1) still works and warns.
+          predictions: predicted labels, same layout as ``targets`` (old keyword: ``pred``).
           mask: bool ``[B, T]`` for a padded batch, True = valid frame.
           lengths: int ``[B]`` for a padded batch: the valid frames are the first
             ``lengths[b]``.
@@ -221,10 +224,10 @@ class Evaluator:
             negative or out-of-range labels.
         """
         if mask is None and lengths is None:
-            self._add_videos(gt, pred, name)
+            self._add_videos(targets, predictions, name)
             return
         self._flush()
-        self._process(*self._padded_batch(gt, pred, mask, lengths, name))
+        self._process(*self._padded_batch(targets, predictions, mask, lengths, name))
 
     def _add_videos(self, gt, pred, name):
         """Validates one video or a list of videos on the host and queues them.

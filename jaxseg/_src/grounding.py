@@ -185,7 +185,7 @@ def grounding_recall(
     ``jax_enable_x64`` and float64 windows the decisions are theirs. A 0-length hull gives IoU
     0 (Ego4D: NaN, never a hit).
     """
-    ks = _static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
@@ -198,15 +198,6 @@ def grounding_recall(
         return jnp.where(jnp.any(gm), out, jnp.nan)
 
     return batching.lift(one, (gt, gm, pred, pm), (2, 1, 2, 1))
-
-
-def _static_ks(k) -> tuple[int, ...]:
-    if isinstance(k, (int,)) and not isinstance(k, bool):
-        k = (k,)
-    ks = tuple(checks.static_int("k", v, minimum=1) for v in k)
-    if not ks:
-        raise ValueError("k must be a non-empty tuple of positive ints, got ().")
-    return ks
 
 
 def grounding_iou(
@@ -363,8 +354,7 @@ def _saliency_inputs(targets, predictions, mask):
             f"targets [..., N, A] (clip scores per annotator) must match predictions [..., N], "
             f"got {targets.shape} and {predictions.shape}."
         )
-    mask = checks.as_mask(mask, predictions.shape)
-    return targets, predictions, jnp.ones(predictions.shape, bool) if mask is None else mask
+    return targets, predictions, checks.as_valid(mask, predictions.shape)
 
 
 def highlight_hit_at_1(
@@ -522,7 +512,7 @@ def moment_query_recall(
     a query without predictions (all targets missed). A 0-length hull gives IoU 0 (reference:
     NaN, never recalled).
     """
-    ks = _static_ks(ranks)
+    ks = checks.static_positive_ints("ranks", ranks)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)

@@ -7,6 +7,7 @@ names the file (and the line, where there is one). Nothing here imports JAX.
 from __future__ import annotations
 
 import ctypes
+import json
 import multiprocessing
 import os
 import signal
@@ -69,6 +70,32 @@ def _decode_text(path: Path, data: bytes, what: str) -> str:
             f"{path}:{line}: {what} is not a UTF-8 text file (invalid byte "
             f"0x{data[error.start]:02x} at offset {error.start})"
         ) from None
+
+
+def read_json(path: Path, what: str):
+    """A JSON document, or an :class:`InputError` naming the file (and the line).
+
+    A UTF-8 byte-order mark is accepted; a folder, binary or non-UTF-8 content is not.
+    """
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
+    text = _decode_text(path, _read_bytes(path, what), what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
+        ) from None
+
+
+def read_npy(path: Path, what: str) -> np.ndarray:
+    """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
+    if not path.is_file():
+        raise InputError(f"{path}: {what} not found")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: not a readable .npy array ({error})") from None
 
 
 def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
@@ -202,12 +229,7 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
       InputError: unreadable file, wrong rank or dtype, empty array, negative labels, NaN scores.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: label file not found")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{path}: not a readable .npy array ({error})") from None
+    array = read_npy(path, "label file")
     if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
         if array.shape[1] == 0 or np.isnan(array).any():
             raise InputError(f"{path}: score array [T, C] must have C >= 1 and no NaN")

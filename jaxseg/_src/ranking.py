@@ -470,18 +470,6 @@ def _binary_targets(name, value):
     return value if value.dtype == jnp.bool_ else value != 0
 
 
-def static_ks(k) -> tuple[int, ...]:
-    """``k`` as a non-empty tuple of positive Python ints, in the given order."""
-    ks = (k,) if isinstance(k, int) else k
-    if (
-        not isinstance(ks, (tuple, list))
-        or not ks
-        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in ks)
-    ):
-        raise ValueError(f"k must be a non-empty tuple of positive ints, got {k!r}.")
-    return tuple(ks)
-
-
 def _rows(targets, scores, *, min_ndim=1):
     targets = _binary_targets("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=min_ndim)
@@ -531,8 +519,7 @@ def average_precision(
     """
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
     targets, scores = _rows(targets, scores)
-    mask = checks.as_mask(mask, targets.shape)
-    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    valid = checks.as_valid(mask, targets.shape)
     batch = targets.shape[:-1]
     shape = (math.prod(batch), targets.shape[-1])
     if num_positives is not None:
@@ -574,8 +561,7 @@ def precision_recall_curve(
     ([1.0, 0.6666666865348816], [0.5, 1.0])
     """
     targets, scores = _rows(targets, scores)
-    mask = checks.as_mask(mask, targets.shape)
-    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    valid = checks.as_valid(mask, targets.shape)
     shape = targets.shape
     n = shape[-1]
     if n == 0:
@@ -599,21 +585,32 @@ def precision_recall_curve(
     )
 
 
-def _per_class(targets, scores, mask, background, ambiguous):
-    """Rows ``[..., C, N]`` and the frame validity after dropping ambiguous frames."""
-    targets, scores = _rows(targets, scores, min_ndim=2)
-    mask = checks.as_mask(mask, targets.shape[:-1])
-    num_classes = targets.shape[-1]
+def scored_classes(num_classes: int, background, ambiguous) -> tuple:
+    """The static ``background`` and ``ambiguous`` tuples, checked against [0, C), and the
+    classes scored (neither), in order."""
     background = checks.static_labels("background", background)
     ambiguous = checks.static_labels("ambiguous", ambiguous)
     for name, labels in (("background", background), ("ambiguous", ambiguous)):
         for c in labels:
             if not 0 <= c < num_classes:
                 raise ValueError(f"{name} classes must lie in [0, {num_classes}), got {c}.")
-    valid = jnp.ones(targets.shape[:-1], bool) if mask is None else mask
-    if ambiguous:
-        valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
     scored = tuple(c for c in range(num_classes) if c not in background + ambiguous)
+    return background, ambiguous, scored
+
+
+def without_ambiguous(valid, targets, ambiguous: tuple[int, ...]):
+    """``valid`` less the frames positive for an ``ambiguous`` class (multi-hot ``targets``
+    ``[..., C]``): LSTR removes them from every class."""
+    if not ambiguous:
+        return valid
+    return valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
+
+
+def _per_class(targets, scores, mask, background, ambiguous):
+    """Rows ``[..., C, N]`` and the frame validity after dropping ambiguous frames."""
+    targets, scores = _rows(targets, scores, min_ndim=2)
+    _, ambiguous, scored = scored_classes(targets.shape[-1], background, ambiguous)
+    valid = without_ambiguous(checks.as_valid(mask, targets.shape[:-1]), targets, ambiguous)
     return targets, scores, valid, scored
 
 
@@ -787,7 +784,7 @@ def top_k_accuracy(
     References:
       scikit-learn ``top_k_accuracy_score``.
     """
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     targets = checks.as_int_labels("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=2)
     if scores.shape[:-1] != targets.shape:
@@ -795,8 +792,7 @@ def top_k_accuracy(
             f"scores must have shape targets.shape + (C,) = {targets.shape} + (C,), "
             f"got {scores.shape}."
         )
-    mask = checks.as_mask(mask, targets.shape)
-    valid = jnp.ones(targets.shape, bool) if mask is None else mask
+    valid = checks.as_valid(mask, targets.shape)
     hits = top_k_hits(targets, scores, valid, ks).astype(jnp.float32)
     count = jnp.sum(valid, axis=-1, dtype=jnp.int32).astype(jnp.float32)
     return safe_divide(hits, count[..., None], jnp.nan)

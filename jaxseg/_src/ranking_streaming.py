@@ -9,18 +9,24 @@ scores rounded down to the grid ``j / num_thresholds``, ties in a bin entering t
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.dense import confusion_matrices, nanmean_classes, scores_from_confusion
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
     ACTIVITYNET_THRESHOLDS,
+    DATASET_NDIMS,
     MATCHINGS,
+    OLD_DETECTION_NAMES,
     Matches,
+    checked_detections,
     class_average_precision,
     match_detections,
     static_iou_thresholds,
@@ -30,10 +36,10 @@ from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
     recall_reaches,
-    select_columns,
-    static_ks,
+    scored_classes,
     suffix_max,
     top_k_hits,
+    without_ambiguous,
 )
 from jaxseg._src.retrieval import TIES, retrieval_ranks
 from jaxseg._src.streaming_segmentation import merge_states
@@ -99,8 +105,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
         targets = checks.as_int_labels("targets", targets)
         predictions = checks.as_int_labels("predictions", predictions)
         checks.same_shape("targets", targets, "predictions", predictions)
-        mask = checks.as_mask(mask, targets.shape)
-        valid = jnp.ones(targets.shape, bool) if mask is None else mask
+        valid = checks.as_valid(mask, targets.shape)
         if ignore_index is not None:
             valid = valid & (targets != ignore_index)
         matrix = confusion_matrices(targets, predictions, valid, num_classes, targets.ndim)
@@ -145,7 +150,7 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
     >>> acc.compute(state)["accuracy"].tolist()
     [0.0, 0.5]
     """
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     num_k = len(ks)
 
     def init():
@@ -153,8 +158,7 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
 
     def update(state, targets, scores, *, mask=None):
         targets = checks.as_int_labels("targets", targets)
-        mask = checks.as_mask(mask, targets.shape)
-        valid = jnp.ones(targets.shape, bool) if mask is None else mask
+        valid = checks.as_valid(mask, targets.shape)
         scores = checks.as_float("scores", scores, min_ndim=1)
         if scores.shape[:-1] != targets.shape:
             raise ValueError(f"scores must have shape {targets.shape} + (C,), got {scores.shape}.")
@@ -208,7 +212,7 @@ def retrieval(
     """
     num_items = checks.static_int("num_items", num_items, minimum=1)
     ties = checks.static_choice("ties", ties, TIES)
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     size = 2 * num_items
 
     def init():
@@ -221,12 +225,10 @@ def retrieval(
                 f"similarity must have shape [..., Q, {num_items}], got {similarity.shape}."
             )
         ranks = retrieval_ranks(similarity, targets=targets, item_mask=item_mask, ties=ties)
-        mask = checks.as_mask(mask, ranks.shape)
-        valid = jnp.ones(ranks.shape, bool) if mask is None else mask
+        valid = checks.as_valid(mask, ranks.shape)
         # twice the rank; slot `size` holds the matches never retrieved (rank +inf)
-        doubled = jnp.where(jnp.isfinite(ranks), 2.0 * ranks, size)
-        doubled = jnp.where(valid, jnp.round(doubled).astype(jnp.int32), size + 1)
-        histogram = jnp.zeros(size + 2, jnp.int32).at[doubled.reshape(-1)].add(1)[: size + 1]
+        doubled = jnp.round(jnp.where(jnp.isfinite(ranks), 2.0 * ranks, size)).astype(jnp.int32)
+        histogram = _count_cells(doubled, valid, (size + 1,))
         return RetrievalState(counting.add(state.rank_histogram, histogram))
 
     def compute(state):
@@ -297,6 +299,13 @@ def _bin(scores, num_thresholds):
     return jnp.clip(jnp.floor(scores * num_thresholds), 0, num_thresholds - 1).astype(jnp.int32)
 
 
+def _count_cells(cells, selected, shape):
+    """How many of the ``cells`` (flat indices into ``shape``) are ``selected``, int32 ``shape``."""
+    size = math.prod(shape)
+    index = jnp.where(selected, cells, size).reshape(-1)
+    return jnp.zeros(size + 1, jnp.int32).at[index].add(1)[:size].reshape(shape)
+
+
 def _binned_curves(positives, negatives):
     """TP/FP at each bin threshold (bins visited from the highest), float32 ``[..., B]``."""
     tp = jnp.cumsum(positives[..., ::-1], axis=-1)
@@ -315,6 +324,93 @@ def _binned_cap(positives, negatives):
     num_pos, num_neg = tp[..., -1:], fp[..., -1:]
     cprec = safe_divide(tp * num_neg, tp * num_neg + fp * num_pos, 1.0)
     return safe_divide(jnp.sum(gained * cprec, axis=-1), num_pos[..., 0], jnp.nan)
+
+
+def _frame_rows(targets, scores, mask, num_classes, ambiguous):
+    """One update's frames as rows: multi-hot ``bool[M, C]``, scores ``float32[M, C]`` and
+    ``valid`` ``bool[M]`` (in the mask, and no ``ambiguous`` class positive)."""
+    targets = jnp.asarray(targets)
+    scores = checks.as_float("scores", scores, min_ndim=2)
+    if scores.shape[-1] != num_classes or targets.shape != scores.shape:
+        raise ValueError(
+            f"targets and scores must both have shape [..., N, {num_classes}], got "
+            f"{targets.shape} and {scores.shape}."
+        )
+    targets = (targets != 0).reshape(-1, num_classes)
+    valid = checks.as_valid(mask, scores.shape[:-1]).reshape(-1)
+    return targets, scores.reshape(-1, num_classes), without_ambiguous(valid, targets, ambiguous)
+
+
+def _frame_results(ap, cap, frames, overflow, scored):
+    """The result dict: AP and cAP per class, NaN for the classes not ``scored`` (a static
+    tuple of class indices) and everywhere when ``overflow`` (frames that did not fit) is
+    positive, and their means over the classes where they are defined."""
+    lost = overflow > 0
+    is_scored = np.isin(np.arange(ap.shape[-1]), scored)
+
+    def means(x):
+        result = nanmean_classes(jnp.where(is_scored & ~lost, x, jnp.nan))
+        return result.per_class, jnp.where(lost, jnp.nan, result.mean)
+
+    ap, map_ = means(ap)
+    cap, mcap = means(cap)
+    return {"ap": ap, "map": map_, "cap": cap, "mcap": mcap, "frames": frames, "overflow": overflow}
+
+
+def _frame_buffer(num_classes, capacity, interpolation, scored):
+    """Exact mode of :func:`frame_average_precision`: ``init``, ``add(state, *rows)``,
+    ``merge`` and ``compute`` over a buffer of ``capacity`` frames."""
+
+    def init():
+        return FrameBufferState(
+            jnp.zeros((capacity, num_classes), bool),
+            jnp.zeros((capacity, num_classes), jnp.float32),
+            jnp.zeros((), jnp.int32),
+            counting.zeros(),
+        )
+
+    def add(state, targets, scores, valid):
+        (t, s), stored = _append(
+            (state.targets, state.scores), state.stored, (targets, scores), valid
+        )
+        return FrameBufferState(t, s, stored, counting.add(state.seen, _total(valid)))
+
+    def compute(state):
+        stored = jnp.arange(capacity)[:, None] < state.stored
+        valid = jnp.broadcast_to(stored, (capacity, num_classes))
+        frames = counting.to_float(state.seen)
+        rows = lambda: (state.targets, state.scores, valid)  # noqa: E731
+        ap, cap = ap_and_cap_rows(rows, interpolation=interpolation)
+        return _frame_results(ap, cap, frames, frames - state.stored.astype(jnp.float32), scored)
+
+    return init, add, _merge_buffers, compute
+
+
+def _frame_histogram(num_classes, num_thresholds, scored):
+    """Binned mode of :func:`frame_average_precision`: ``init``, ``add(state, *rows)``,
+    ``merge`` and ``compute`` over positive and negative counts per (class, score bin)."""
+    shape = (num_classes, num_thresholds)
+
+    def init():
+        zero = counting.zeros(shape)
+        return FrameHistogramState(zero, zero)
+
+    def add(state, targets, scores, valid):
+        column = jnp.arange(num_classes, dtype=jnp.int32)[None, :]
+        cells = column * num_thresholds + _bin(scores, num_thresholds)
+        valid = valid[:, None]
+        return FrameHistogramState(
+            counting.add(state.positives, _count_cells(cells, targets & valid, shape)),
+            counting.add(state.negatives, _count_cells(cells, ~targets & valid, shape)),
+        )
+
+    def compute(state):
+        pos, neg = counting.to_float(state.positives), counting.to_float(state.negatives)
+        frames = jnp.sum(pos[0] + neg[0])
+        overflow = jnp.zeros((), jnp.float32)
+        return _frame_results(_binned_ap(pos, neg), _binned_cap(pos, neg), frames, overflow, scored)
+
+    return init, add, merge_states, compute
 
 
 def frame_average_precision(
@@ -353,91 +449,16 @@ def frame_average_precision(
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     capacity, num_thresholds = _one_of(capacity, num_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
-    background = checks.static_labels("background", background)
-    ambiguous = checks.static_labels("ambiguous", ambiguous)
-    scored = jnp.asarray([c not in background + ambiguous for c in range(num_classes)])
-
-    def rows(targets, scores, mask):
-        targets = jnp.asarray(targets)
-        scores = checks.as_float("scores", scores, min_ndim=2)
-        if scores.shape[-1] != num_classes or targets.shape != scores.shape:
-            raise ValueError(
-                f"targets and scores must both have shape [..., N, {num_classes}], got "
-                f"{targets.shape} and {scores.shape}."
-            )
-        mask = checks.as_mask(mask, targets.shape[:-1])
-        targets = (targets != 0).reshape(-1, num_classes)
-        valid = jnp.ones(targets.shape[:1], bool) if mask is None else mask.reshape(-1)
-        if ambiguous:
-            valid = valid & ~jnp.any(select_columns(targets, list(ambiguous)), axis=-1)
-        return targets, scores.reshape(-1, num_classes), valid
-
-    def finish(ap, cap, frames, overflow):
-        def means(x):
-            result = nanmean_classes(jnp.where(scored & ~overflow, x, jnp.nan))
-            return result.per_class, jnp.where(overflow, jnp.nan, result.mean)
-
-        ap, map_ = means(ap)
-        cap, mcap = means(cap)
-        return {"ap": ap, "map": map_, "cap": cap, "mcap": mcap, "frames": frames}
-
-    if capacity is not None:
-
-        def init():
-            return FrameBufferState(
-                jnp.zeros((capacity, num_classes), bool),
-                jnp.zeros((capacity, num_classes), jnp.float32),
-                jnp.zeros((), jnp.int32),
-                counting.zeros(),
-            )
-
-        def update(state, targets, scores, *, mask=None):
-            targets, scores, valid = rows(targets, scores, mask)
-            (t, s), stored = _append(
-                (state.targets, state.scores), state.stored, (targets, scores), valid
-            )
-            return FrameBufferState(t, s, stored, counting.add(state.seen, _total(valid)))
-
-        def compute(state):
-            stored = jnp.arange(capacity)[:, None] < state.stored
-            valid = jnp.broadcast_to(stored, (capacity, num_classes))
-            frames = counting.to_float(state.seen)
-            overflow = frames - state.stored.astype(jnp.float32)
-            rows = lambda: (state.targets, state.scores, valid)  # noqa: E731
-            ap, cap = ap_and_cap_rows(rows, interpolation=interpolation)
-            result = finish(ap, cap, frames, overflow > 0)
-            return {**result, "overflow": overflow}
-
-        return Accumulator(init, update, _merge_buffers, compute)
-
-    def init():
-        zero = counting.zeros((num_classes, num_thresholds))
-        return FrameHistogramState(zero, zero)
+    _, ambiguous, scored = scored_classes(num_classes, background, ambiguous)
+    if capacity is None:
+        init, add, merge, compute = _frame_histogram(num_classes, num_thresholds, scored)
+    else:
+        init, add, merge, compute = _frame_buffer(num_classes, capacity, interpolation, scored)
 
     def update(state, targets, scores, *, mask=None):
-        targets, scores, valid = rows(targets, scores, mask)
-        cell = jnp.arange(num_classes, dtype=jnp.int32)[None, :] * num_thresholds + _bin(
-            scores, num_thresholds
-        )
-        size = num_classes * num_thresholds
+        return add(state, *_frame_rows(targets, scores, mask, num_classes, ambiguous))
 
-        def histogram(selected):
-            index = jnp.where(selected & valid[:, None], cell, size).reshape(-1)
-            counts = jnp.zeros(size + 1, jnp.int32).at[index].add(1)[:size]
-            return counts.reshape(num_classes, num_thresholds)
-
-        return FrameHistogramState(
-            counting.add(state.positives, histogram(targets)),
-            counting.add(state.negatives, histogram(~targets)),
-        )
-
-    def compute(state):
-        pos, neg = counting.to_float(state.positives), counting.to_float(state.negatives)
-        frames = jnp.sum(pos[0] + neg[0])
-        result = finish(_binned_ap(pos, neg), _binned_cap(pos, neg), frames, jnp.asarray(False))
-        return {**result, "overflow": jnp.zeros((), jnp.float32)}
-
-    return Accumulator(init, update, merge_states, compute)
+    return Accumulator(init, update, merge, compute)
 
 
 # --------------------------------------------------------------------------------------------
@@ -482,6 +503,98 @@ def _binned_detection_ap(tp_hist, fp_hist, npos, interpolation):
     return jnp.where(npos[..., 0] > 0, ap, jnp.nan)
 
 
+def _videos_first(tables):
+    """The detection tables with all their leading axes taken as one axis of videos."""
+    return [x.reshape(-1, *x.shape[x.ndim - n + 1 :]) for x, n in zip(tables, DATASET_NDIMS)]
+
+
+def _append_matches(state, rows, valid, seen, num_positives) -> DetectionBufferState:
+    """``state`` with the valid ``rows`` (labels, scores, TP) after its stored ones, and the
+    counts ``seen`` and ``num_positives``."""
+    buffers = (state.labels, state.scores, state.true_positive)
+    (labels, scores, true_positive), stored = _append(buffers, state.stored, rows, valid)
+    return DetectionBufferState(labels, scores, true_positive, stored, seen, num_positives)
+
+
+def _detection_buffer(num_classes, num_k, capacity, interpolation):
+    """Exact mode of :func:`detection`: ``init``, ``add(state, matches)``, ``merge`` and
+    ``compute`` over a buffer of ``capacity`` matched predictions."""
+
+    def init():
+        return DetectionBufferState(
+            jnp.full((capacity,), num_classes, jnp.int32),
+            jnp.zeros((capacity,), jnp.float32),
+            jnp.zeros((capacity, num_k), bool),
+            jnp.zeros((), jnp.int32),
+            counting.zeros(),
+            counting.zeros((num_classes,)),
+        )
+
+    def add(state, matches: Matches):
+        valid = matches.label < num_classes
+        seen = counting.add(state.seen, _total(valid))
+        num_positives = counting.add(state.num_positives, matches.num_positives)
+        return _append_matches(state, matches[:3], valid, seen, num_positives)
+
+    def merge(a, b):
+        seen = counting.merge(a.seen, b.seen)
+        num_positives = counting.merge(a.num_positives, b.num_positives)
+        rows = (b.labels, b.scores, b.true_positive)
+        return _append_matches(a, rows, jnp.arange(capacity) < b.stored, seen, num_positives)
+
+    def compute(state):
+        npos = jnp.round(counting.to_float(state.num_positives)).astype(jnp.int32)
+        matches = Matches(state.labels, state.scores, state.true_positive, npos)
+        ap = class_average_precision(matches, num_classes=num_classes, interpolation=interpolation)
+        seen = counting.to_float(state.seen)
+        overflow = seen - state.stored.astype(jnp.float32)
+        ap = jnp.where(overflow > 0, jnp.nan, ap)
+        mean = nanmean_classes(ap.T).mean
+        return {
+            "ap": ap,
+            "map": jnp.where(overflow > 0, jnp.nan, mean),
+            "predictions": seen,
+            "overflow": overflow,
+        }
+
+    return init, add, merge, compute
+
+
+def _detection_histogram(num_classes, num_k, num_thresholds, interpolation):
+    """Binned mode of :func:`detection`: ``init``, ``add(state, matches)``, ``merge`` and
+    ``compute`` over TP and FP counts per (class, threshold, score bin)."""
+    shape = (num_classes, num_k, num_thresholds)
+
+    def init():
+        zero = counting.zeros(shape)
+        return DetectionHistogramState(zero, zero, counting.zeros((num_classes,)))
+
+    def add(state, matches: Matches):
+        threshold = jnp.arange(num_k, dtype=jnp.int32)[None, :]
+        row = matches.label[:, None] * num_k + threshold
+        cells = row * num_thresholds + _bin(matches.score, num_thresholds)[:, None]
+        valid = (matches.label < num_classes)[:, None]
+        tp = matches.true_positive
+        return DetectionHistogramState(
+            counting.add(state.true_positives, _count_cells(cells, tp & valid, shape)),
+            counting.add(state.false_positives, _count_cells(cells, ~tp & valid, shape)),
+            counting.add(state.num_positives, matches.num_positives),
+        )
+
+    def compute(state):
+        tp, fp = counting.to_float(state.true_positives), counting.to_float(state.false_positives)
+        npos = counting.to_float(state.num_positives)
+        ap = _binned_detection_ap(tp, fp, npos, interpolation)
+        return {
+            "ap": ap,
+            "map": nanmean_classes(ap.T).mean,
+            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]),
+            "overflow": jnp.zeros((), jnp.float32),
+        }
+
+    return init, add, merge_states, compute
+
+
 def detection(
     *,
     num_classes: int,
@@ -493,10 +606,11 @@ def detection(
 ) -> Accumulator:
     """Accumulator of detection AP per class and mAP (ActivityNet or VOC) over many batches.
 
-    Matching happens inside each video, so each ``update(state, gt_boxes, gt_labels,
-    pred_boxes, pred_labels, pred_scores, *, gt_mask=None, pred_mask=None)`` (``[V, ...]``
-    tables as :func:`detection_average_precision`) matches its videos at once and keeps
-    only (label, score, TP per threshold) of each prediction. ``compute`` returns ``ap``
+    Matching happens inside each video, so each ``update(state, target_boxes, target_labels,
+    predicted_boxes, predicted_labels, scores, *, target_mask=None, prediction_mask=None)``
+    (``[V, ...]`` tables as :func:`detection_average_precision`, whose old keyword names
+    still work and warn) matches its videos at once and keeps only (label, score, TP per
+    threshold) of each prediction. ``compute`` returns ``ap``
     ``float32[C, K]``, ``map`` ``[K]``, ``predictions`` and ``overflow``.
 
     Args:
@@ -523,153 +637,36 @@ def detection(
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)
     num_k = len(thresholds)
+    if capacity is None:
+        init, add, merge, compute = _detection_histogram(
+            num_classes, num_k, num_thresholds, interpolation
+        )
+    else:
+        init, add, merge, compute = _detection_buffer(num_classes, num_k, capacity, interpolation)
 
-    def matched(gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask):
-        gt_boxes = checks.as_float("gt_boxes", gt_boxes, min_ndim=3)
-        pred_boxes = checks.as_float("pred_boxes", pred_boxes, min_ndim=3)
-        gt_labels = checks.as_int_labels("gt_labels", gt_labels, min_ndim=2)
-        pred_labels = checks.as_int_labels("pred_labels", pred_labels, min_ndim=2)
-        pred_scores = checks.as_float("pred_scores", pred_scores, min_ndim=2)
-        gt_mask = checks.as_mask(gt_mask, gt_labels.shape, "gt_mask")
-        pred_mask = checks.as_mask(pred_mask, pred_labels.shape, "pred_mask")
-        gt_mask = jnp.ones(gt_labels.shape, bool) if gt_mask is None else gt_mask
-        pred_mask = jnp.ones(pred_labels.shape, bool) if pred_mask is None else pred_mask
-        flat = lambda x, n: x.reshape(-1, *x.shape[x.ndim - n :])  # noqa: E731
-        return match_detections(
-            flat(gt_boxes, 2),
-            flat(gt_labels, 1),
-            flat(gt_mask, 1),
-            flat(pred_boxes, 2),
-            flat(pred_labels, 1),
-            flat(pred_scores, 1),
-            flat(pred_mask, 1),
+    @renamed_arguments(**OLD_DETECTION_NAMES)
+    def update(
+        state,
+        target_boxes,
+        target_labels,
+        predicted_boxes,
+        predicted_labels,
+        scores,
+        *,
+        target_mask=None,
+        prediction_mask=None,
+    ):
+        tables = checked_detections(
+            (target_boxes, target_labels),
+            (predicted_boxes, predicted_labels, scores),
+            (target_mask, prediction_mask),
+        )
+        matches = match_detections(
+            *_videos_first(tables),
             num_classes=num_classes,
             thresholds=thresholds,
             matching=matching,
         )
+        return add(state, matches)
 
-    if capacity is not None:
-
-        def init():
-            return DetectionBufferState(
-                jnp.full((capacity,), num_classes, jnp.int32),
-                jnp.zeros((capacity,), jnp.float32),
-                jnp.zeros((capacity, num_k), bool),
-                jnp.zeros((), jnp.int32),
-                counting.zeros(),
-                counting.zeros((num_classes,)),
-            )
-
-        def update(
-            state,
-            gt_boxes,
-            gt_labels,
-            pred_boxes,
-            pred_labels,
-            pred_scores,
-            *,
-            gt_mask=None,
-            pred_mask=None,
-        ):
-            m = matched(
-                gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask
-            )
-            valid = m.label < num_classes
-            (labels, scores, tp), stored = _append(
-                (state.labels, state.scores, state.true_positive),
-                state.stored,
-                (m.label, m.score, m.true_positive),
-                valid,
-            )
-            return DetectionBufferState(
-                labels,
-                scores,
-                tp,
-                stored,
-                counting.add(state.seen, _total(valid)),
-                counting.add(state.num_positives, m.num_positives),
-            )
-
-        def merge(a, b):
-            valid = jnp.arange(capacity) < b.stored
-            (labels, scores, tp), stored = _append(
-                (a.labels, a.scores, a.true_positive),
-                a.stored,
-                (b.labels, b.scores, b.true_positive),
-                valid,
-            )
-            return DetectionBufferState(
-                labels,
-                scores,
-                tp,
-                stored,
-                counting.merge(a.seen, b.seen),
-                counting.merge(a.num_positives, b.num_positives),
-            )
-
-        def compute(state):
-            npos = counting.to_float(state.num_positives)
-            matches = Matches(
-                state.labels, state.scores, state.true_positive, jnp.round(npos).astype(jnp.int32)
-            )
-            ap = class_average_precision(
-                matches, num_classes=num_classes, interpolation=interpolation
-            )
-            seen = counting.to_float(state.seen)
-            overflow = seen - state.stored.astype(jnp.float32)
-            ap = jnp.where(overflow > 0, jnp.nan, ap)
-            mean = nanmean_classes(ap.T).mean
-            return {
-                "ap": ap,
-                "map": jnp.where(overflow > 0, jnp.nan, mean),
-                "predictions": seen,
-                "overflow": overflow,
-            }
-
-        return Accumulator(init, update, merge, compute)
-
-    def init():
-        zero = counting.zeros((num_classes, num_k, num_thresholds))
-        return DetectionHistogramState(zero, zero, counting.zeros((num_classes,)))
-
-    def update(
-        state,
-        gt_boxes,
-        gt_labels,
-        pred_boxes,
-        pred_labels,
-        pred_scores,
-        *,
-        gt_mask=None,
-        pred_mask=None,
-    ):
-        m = matched(gt_boxes, gt_labels, pred_boxes, pred_labels, pred_scores, gt_mask, pred_mask)
-        size = num_classes * num_k * num_thresholds
-        cell = (
-            m.label[:, None] * num_k + jnp.arange(num_k, dtype=jnp.int32)[None, :]
-        ) * num_thresholds + _bin(m.score, num_thresholds)[:, None]
-        valid = (m.label < num_classes)[:, None]
-
-        def histogram(selected):
-            index = jnp.where(selected & valid, cell, size).reshape(-1)
-            counts = jnp.zeros(size + 1, jnp.int32).at[index].add(1)[:size]
-            return counts.reshape(num_classes, num_k, num_thresholds)
-
-        return DetectionHistogramState(
-            counting.add(state.true_positives, histogram(m.true_positive)),
-            counting.add(state.false_positives, histogram(~m.true_positive)),
-            counting.add(state.num_positives, m.num_positives),
-        )
-
-    def compute(state):
-        tp, fp = counting.to_float(state.true_positives), counting.to_float(state.false_positives)
-        npos = counting.to_float(state.num_positives)
-        ap = _binned_detection_ap(tp, fp, npos, interpolation)
-        return {
-            "ap": ap,
-            "map": nanmean_classes(ap.T).mean,
-            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]),
-            "overflow": jnp.zeros((), jnp.float32),
-        }
-
-    return Accumulator(init, update, merge_states, compute)
+    return Accumulator(init, update, merge, compute)

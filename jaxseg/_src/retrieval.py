@@ -13,7 +13,6 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.numerics import safe_divide
-from jaxseg._src.ranking import static_ks
 
 TIES = ("pessimistic", "optimistic", "average")
 
@@ -131,7 +130,7 @@ def recall_at_k(
       Liu et al., "Use What You Have: Video retrieval using representations from collaborative
       experts", BMVC 2019 (tie averaging).
     """
-    ks = static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
     hits = [_query_mean((rank < kk).astype(jnp.float32), valid) for kk in ks]
     return jnp.stack(hits, axis=-1)

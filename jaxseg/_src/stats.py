@@ -1,6 +1,6 @@
 """Bootstrap intervals and paired tests over per-video statistics, as weighted sums.
 
-A dataset-level metric here is a function ``metric_fn(stats, weights)`` of per-video
+A dataset-level metric here is a function ``metric_fn(statistics, weights)`` of per-video
 statistics (a pytree whose leaves have a leading video axis ``[N, ...]``) and of integer
 per-video multiplicities ``weights`` (int32 ``[N]``): the metric of the multiset of videos in
 which video ``i`` occurs ``weights[i]`` times. A plain evaluation is ``weights = 1``; a
@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.numerics import _mul_wide, safe_divide
 
 MetricFn = Callable[[Any, jax.Array], Any]
@@ -92,11 +93,13 @@ def weighted_sum(values, weights) -> jax.Array:
     return jnp.tensordot(jnp.asarray(weights).astype(values.dtype), values, axes=(0, 0))
 
 
-def _num_videos(name: str, stats) -> int:
+def _num_videos(name: str, statistics) -> int:
     """The common leading (video) dimension of every leaf of ``stats``."""
-    leaves = jax.tree_util.tree_leaves(stats)
+    leaves = jax.tree_util.tree_leaves(statistics)
     if not leaves:
-        raise ValueError(f"{name} must be a pytree of per-video arrays [N, ...], got {stats!r}.")
+        raise ValueError(
+            f"{name} must be a pytree of per-video arrays [N, ...], got {statistics!r}."
+        )
     shapes = [jnp.shape(x) for x in leaves]
     if any(len(s) == 0 for s in shapes) or len({s[0] for s in shapes}) != 1:
         raise ValueError(
@@ -185,8 +188,9 @@ def resample_indices(key, *, num_videos: int, num_samples: int, strata=None) -> 
     return jax.vmap(lambda k: _draw(k, ranges))(jax.random.split(key, num_samples))
 
 
+@renamed_arguments(stats="statistics")
 def bootstrap_replicates(
-    stats,
+    statistics,
     metric_fn: MetricFn,
     *,
     key,
@@ -196,13 +200,14 @@ def bootstrap_replicates(
 ):
     """The metric on ``num_samples`` bootstrap resamples of the videos.
 
-    Replicate ``b`` is ``metric_fn(stats, w_b)`` with ``w_b = bincount(resample_indices(...)[b])``
+    Replicate ``b`` is ``metric_fn(statistics, w_b)`` with
+    ``w_b = bincount(resample_indices(...)[b])``
     (multinomial multiplicities), computed under ``vmap`` in chunks of ``batch_size`` replicates
     so that memory stays ``O(batch_size * N)``.
 
     Args:
-      stats: pytree of per-video statistics, leaves ``[N, ...]``.
-      metric_fn: static ``metric_fn(stats, weights) -> pytree`` (see module docstring).
+      statistics: pytree of per-video statistics, leaves ``[N, ...]``.
+      metric_fn: static ``metric_fn(statistics, weights) -> pytree`` (see module docstring).
       key: a PRNG key; the same key gives the same replicates.
       num_samples: static number of replicates B (default 10,000).
       strata: optional integer ``[N]`` group ids for stratified resampling.
@@ -217,13 +222,13 @@ def bootstrap_replicates(
     [1.0, 1.0, 1.0]
     """
     key = _check_key(key)
-    n = _num_videos("stats", stats)
+    n = _num_videos("statistics", statistics)
     num_samples = checks.static_int("num_samples", num_samples, minimum=1)
     batch_size = checks.static_int("batch_size", batch_size, minimum=1)
     ranges = _stratum_ranges(strata, n)
 
     def replicate(k):
-        return metric_fn(stats, _multiplicities(_draw(k, ranges), n))
+        return metric_fn(statistics, _multiplicities(_draw(k, ranges), n))
 
     return jax.lax.map(
         replicate, jax.random.split(key, num_samples), batch_size=min(batch_size, num_samples)
@@ -272,9 +277,9 @@ def _interval(estimate, replicates, jackknife, confidence, method):
     return lower, upper
 
 
-def _leave_one_out(stats, metric_fn, n):
+def _leave_one_out(statistics, metric_fn, n):
     """Jackknife values ``[N, ...]``: the metric without video i (weights 1 - e_i)."""
-    return jax.vmap(lambda i: metric_fn(stats, 1 - jax.nn.one_hot(i, n, dtype=jnp.int32)))(
+    return jax.vmap(lambda i: metric_fn(statistics, 1 - jax.nn.one_hot(i, n, dtype=jnp.int32)))(
         jnp.arange(n)
     )
 
@@ -311,21 +316,27 @@ def _check_common(confidence, method, num_samples):
     return confidence, method, num_samples
 
 
-def _resampled(stats, metric_fn, *, key, num_samples, method, strata, batch_size):
+def _resampled(statistics, metric_fn, *, key, num_samples, method, strata, batch_size):
     """``(estimate, replicates, jackknife or None)`` as float32 pytrees."""
-    n = _num_videos("stats", stats)
-    estimate = _as_float(metric_fn(stats, jnp.ones(n, jnp.int32)))
+    n = _num_videos("statistics", statistics)
+    estimate = _as_float(metric_fn(statistics, jnp.ones(n, jnp.int32)))
     replicates = _as_float(
         bootstrap_replicates(
-            stats, metric_fn, key=key, num_samples=num_samples, strata=strata, batch_size=batch_size
+            statistics,
+            metric_fn,
+            key=key,
+            num_samples=num_samples,
+            strata=strata,
+            batch_size=batch_size,
         )
     )
-    jackknife = _as_float(_leave_one_out(stats, metric_fn, n)) if method == "bca" else None
+    jackknife = _as_float(_leave_one_out(statistics, metric_fn, n)) if method == "bca" else None
     return estimate, replicates, jackknife
 
 
+@renamed_arguments(stats="statistics")
 def bootstrap(
-    stats,
+    statistics,
     metric_fn: MetricFn,
     *,
     key,
@@ -337,7 +348,7 @@ def bootstrap(
 ) -> BootstrapResult:
     """Bootstrap confidence interval of a dataset-level metric, resampling videos.
 
-    Replicates ``theta*_b = metric_fn(stats, w_b)`` use multinomial multiplicities ``w_b``
+    Replicates ``theta*_b = metric_fn(statistics, w_b)`` use multinomial multiplicities ``w_b``
     (:func:`bootstrap_replicates`). With ``alpha = 1 - confidence``:
 
     * ``"percentile"``: ``[q(alpha/2), q(1 - alpha/2)]``, ``q`` the linear-interpolation
@@ -354,8 +365,8 @@ def bootstrap(
     static.
 
     Args:
-      stats: pytree of per-video statistics, leaves ``[N, ...]``.
-      metric_fn: static ``metric_fn(stats, weights) -> pytree`` of float arrays, e.g.
+      statistics: pytree of per-video statistics, leaves ``[N, ...]``.
+      metric_fn: static ``metric_fn(statistics, weights) -> pytree`` of float arrays, e.g.
         :func:`segmentation_metrics`.
       key: a PRNG key; the same key gives the same result.
       num_samples: static number of replicates B >= 2 (default 10,000).
@@ -368,9 +379,9 @@ def bootstrap(
       :class:`BootstrapResult` ``(estimate, lower, upper, standard_error)``, each float32 and
       shaped like ``metric_fn``'s output.
 
-    >>> stats = jnp.array([0.2, 0.4, 0.6, 0.8])
+    >>> statistics = jnp.array([0.2, 0.4, 0.6, 0.8])
     >>> mean = lambda x, w: weighted_sum(x, w) / weighted_sum(jnp.ones_like(x), w)
-    >>> r = bootstrap(stats, mean, key=jax.random.key(0), num_samples=1000)
+    >>> r = bootstrap(statistics, mean, key=jax.random.key(0), num_samples=1000)
     >>> bool(r.lower < r.estimate < r.upper), round(float(r.estimate), 6)
     (True, 0.5)
 
@@ -380,7 +391,7 @@ def bootstrap(
     """
     confidence, method, num_samples = _check_common(confidence, method, num_samples)
     estimate, replicates, jackknife = _resampled(
-        stats,
+        statistics,
         metric_fn,
         key=key,
         num_samples=num_samples,
@@ -393,15 +404,20 @@ def bootstrap(
     )
 
 
-def _pair_num_videos(stats_a, stats_b) -> int:
-    n = _num_videos("stats_a", stats_a)
-    _num_videos("stats_b", stats_b)
-    shapes_a, shapes_b = (jax.tree_util.tree_map(jnp.shape, s) for s in (stats_a, stats_b))
-    same_structure = jax.tree_util.tree_structure(stats_a) == jax.tree_util.tree_structure(stats_b)
+def _pair_num_videos(statistics_a, statistics_b) -> int:
+    n = _num_videos("statistics_a", statistics_a)
+    _num_videos("statistics_b", statistics_b)
+    shapes_a, shapes_b = (
+        jax.tree_util.tree_map(jnp.shape, s) for s in (statistics_a, statistics_b)
+    )
+    structure_a, structure_b = (
+        jax.tree_util.tree_structure(s) for s in (statistics_a, statistics_b)
+    )
+    same_structure = structure_a == structure_b
     if not same_structure or shapes_a != shapes_b:
         raise ValueError(
-            "stats_a and stats_b must be statistics of the same videos with the same structure "
-            f"and shapes, got {shapes_a} and {shapes_b}."
+            "statistics_a and statistics_b must be statistics of the same videos with the same "
+            f"structure and shapes, got {shapes_a} and {shapes_b}."
         )
     return n
 
@@ -438,9 +454,10 @@ def _p_value(observed, null, alternative):
     return jnp.where(undefined, jnp.nan, p)
 
 
+@renamed_arguments(stats_a="statistics_a", stats_b="statistics_b")
 def paired_bootstrap_test(
-    stats_a,
-    stats_b,
+    statistics_a,
+    statistics_b,
     metric_fn: MetricFn,
     *,
     key,
@@ -463,9 +480,9 @@ def paired_bootstrap_test(
     (``"less"``).
 
     Args:
-      stats_a: per-video statistics of model A, leaves ``[N, ...]``.
-      stats_b: per-video statistics of model B on the same N videos, same shapes.
-      metric_fn: static ``metric_fn(stats, weights) -> pytree``.
+      statistics_a: per-video statistics of model A, leaves ``[N, ...]``.
+      statistics_b: per-video statistics of model B on the same N videos, same shapes.
+      metric_fn: static ``metric_fn(statistics, weights) -> pytree``.
       key: a PRNG key.
       num_samples: static number of replicates B >= 2 (default 10,000).
       confidence: static level of the interval in (0, 1) (default 0.95).
@@ -490,9 +507,9 @@ def paired_bootstrap_test(
     """
     confidence, method, num_samples = _check_common(confidence, method, num_samples)
     alternative = checks.static_choice("alternative", alternative, ALTERNATIVES)
-    _pair_num_videos(stats_a, stats_b)
+    _pair_num_videos(statistics_a, statistics_b)
     difference, replicates, jackknife = _resampled(
-        (stats_a, stats_b),
+        (statistics_a, statistics_b),
         _paired_difference(metric_fn),
         key=key,
         num_samples=num_samples,
@@ -507,9 +524,10 @@ def paired_bootstrap_test(
     return PairedTestResult(difference, lower, upper, p_value)
 
 
+@renamed_arguments(stats_a="statistics_a", stats_b="statistics_b")
 def permutation_test(
-    stats_a,
-    stats_b,
+    statistics_a,
+    statistics_b,
     metric_fn: MetricFn,
     *,
     key,
@@ -530,9 +548,9 @@ def permutation_test(
     For an interval of the difference use :func:`paired_bootstrap_test`.
 
     Args:
-      stats_a: per-video statistics of model A, leaves ``[N, ...]``.
-      stats_b: per-video statistics of model B on the same N videos, same shapes.
-      metric_fn: static ``metric_fn(stats, weights) -> pytree``.
+      statistics_a: per-video statistics of model A, leaves ``[N, ...]``.
+      statistics_b: per-video statistics of model B on the same N videos, same shapes.
+      metric_fn: static ``metric_fn(statistics, weights) -> pytree``.
       key: a PRNG key.
       num_samples: static number of random permutations B >= 1 (default 10,000).
       alternative: static, ``"two-sided"`` (default), ``"greater"`` or ``"less"``.
@@ -556,8 +574,8 @@ def permutation_test(
     alternative = checks.static_choice("alternative", alternative, ALTERNATIVES)
     num_samples = checks.static_int("num_samples", num_samples, minimum=1)
     batch_size = checks.static_int("batch_size", batch_size, minimum=1)
-    n = _pair_num_videos(stats_a, stats_b)
-    both = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y]), stats_a, stats_b)
+    n = _pair_num_videos(statistics_a, statistics_b)
+    both = jax.tree_util.tree_map(lambda x, y: jnp.concatenate([x, y]), statistics_a, statistics_b)
 
     def permuted(swap):
         keep = 1 - swap

@@ -17,20 +17,9 @@ import jax
 import jax.numpy as jnp
 
 from jaxseg._src import checks, counting
+from jaxseg._src import grounding as grounding_metrics
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
-from jaxseg._src.grounding import (
-    COMPARISONS,
-    MQ_THRESHOLDS,
-    NLQ_THRESHOLDS,
-    _static_ks,
-    grounding_iou,
-    grounding_recall,
-    highlight_average_precision,
-    highlight_hit_at_1,
-    moment_query_recall,
-    moment_retrieval_average_precision,
-)
 from jaxseg._src.proposals import (
     ACTIVITYNET_PROPOSAL_THRESHOLDS,
     _dataset_inputs,
@@ -76,7 +65,7 @@ class GroundingState(NamedTuple):
 def grounding(
     *,
     k: tuple[int, ...] = (1, 5),
-    iou_thresholds: tuple[float, ...] = NLQ_THRESHOLDS,
+    iou_thresholds: tuple[float, ...] = grounding_metrics.NLQ_THRESHOLDS,
     comparison: str = "inclusive",
     map_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
     max_predictions: int | None = 10,
@@ -99,9 +88,9 @@ def grounding(
     >>> result["recall"].tolist(), float(result["miou"])
     ([[1.0]], 0.6000000238418579)
     """
-    ks = _static_ks(k)
+    ks = checks.static_positive_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
-    comparison = checks.static_choice("comparison", comparison, COMPARISONS)
+    comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
     map_thresholds = static_iou_thresholds(map_thresholds)
     shapes = ((), (len(thresholds), len(ks)), (), (), (len(map_thresholds),))
 
@@ -110,18 +99,18 @@ def grounding(
 
     def update(state, targets, predictions, scores=None, *, target_mask=None, prediction_mask=None):
         masks = dict(target_mask=target_mask, prediction_mask=prediction_mask)
-        hits = grounding_recall(
+        hits = grounding_metrics.grounding_recall(
             targets, predictions, k=ks, iou_thresholds=thresholds, comparison=comparison, **masks
         )
         hits = _flat(hits, 2)
         valid = ~jnp.isnan(hits[:, 0, 0])
-        iou = _flat(grounding_iou(targets, predictions, **masks), 0)
+        iou = _flat(grounding_metrics.grounding_iou(targets, predictions, **masks), 0)
         values = [valid, jnp.where(valid[:, None, None], hits, 0.0) > 0, _ticks(iou, valid)]
         if scores is None:
             ap_valid = jnp.zeros(valid.shape, bool)
             ap = jnp.zeros((*valid.shape, len(map_thresholds)), jnp.int32)
         else:
-            ap = moment_retrieval_average_precision(
+            ap = grounding_metrics.moment_retrieval_average_precision(
                 targets,
                 predictions,
                 scores,
@@ -183,9 +172,21 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
     def update(state, targets, predictions, *, mask=None):
         hits, aps = [], []
         for m in min_scores:
-            hits.append(_flat(highlight_hit_at_1(targets, predictions, min_score=m, mask=mask), 0))
+            hits.append(
+                _flat(
+                    grounding_metrics.highlight_hit_at_1(
+                        targets, predictions, min_score=m, mask=mask
+                    ),
+                    0,
+                )
+            )
             aps.append(
-                _flat(highlight_average_precision(targets, predictions, min_score=m, mask=mask), 1)
+                _flat(
+                    grounding_metrics.highlight_average_precision(
+                        targets, predictions, min_score=m, mask=mask
+                    ),
+                    1,
+                )
             )
         hit, ap = jnp.stack(hits, -1), jnp.stack(aps, 1)  # [B, S], [B, S, A]
         valid = ~jnp.isnan(hit[:, 0])
@@ -214,7 +215,7 @@ class MomentQueryState(NamedTuple):
 def moment_queries(
     *,
     ranks: tuple[int, ...] = (1, 2, 3, 4, 5),
-    iou_thresholds: tuple[float, ...] = MQ_THRESHOLDS,
+    iou_thresholds: tuple[float, ...] = grounding_metrics.MQ_THRESHOLDS,
     comparison: str = "strict",
 ) -> Accumulator:
     """Accumulator of Ego4D moment queries Recall@k×n over (clip, class) queries.
@@ -228,15 +229,15 @@ def moment_queries(
     >>> acc.compute(acc.update(acc.init(), gt, pred))["recall"].tolist()
     [[0.5]]
     """
-    ks = _static_ks(ranks)
+    ks = checks.static_positive_ints("ranks", ranks)
     thresholds = static_iou_thresholds(iou_thresholds)
-    comparison = checks.static_choice("comparison", comparison, COMPARISONS)
+    comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
 
     def init():
         return MomentQueryState(counting.zeros((len(thresholds), len(ks))), counting.zeros())
 
     def update(state, targets, predictions, *, target_mask=None, prediction_mask=None):
-        recalled = moment_query_recall(
+        recalled = grounding_metrics.moment_query_recall(
             targets,
             predictions,
             ranks=ks,

@@ -194,22 +194,20 @@ def ctc_transcript_loss(
 # ----------------------------------------------------------------------------- 1-D intervals
 
 
-def _intervals(predictions, targets, mask):
-    predictions = checks.as_float("predictions", predictions, min_ndim=1)
+def _intervals(targets, predictions, mask):
     targets = checks.as_float("targets", targets, min_ndim=1)
-    if predictions.shape[-1:] != (2,):
-        raise ValueError(
-            f"predictions must have shape [..., 2] (start, end), got {predictions.shape}."
-        )
-    checks.same_shape("predictions", predictions, "targets", targets)
-    mask = checks.as_mask(mask, predictions.shape[:-1])
-    return predictions, targets, mask
+    predictions = checks.as_float("predictions", predictions, min_ndim=1)
+    if targets.shape[-1:] != (2,):
+        raise ValueError(f"targets must have shape [..., 2] (start, end), got {targets.shape}.")
+    checks.same_shape("targets", targets, "predictions", predictions)
+    mask = checks.as_mask(mask, targets.shape[:-1])
+    return targets, predictions, mask
 
 
-def _interval_terms(predictions, targets):
+def _interval_terms(targets, predictions):
     """IoU, the hull length and the union length of two ``[..., 2]`` interval arrays."""
-    ps, pe = predictions[..., 0], predictions[..., 1]
     ts, te = targets[..., 0], targets[..., 1]
+    ps, pe = predictions[..., 0], predictions[..., 1]
     inter = jax.nn.relu(jnp.minimum(pe, te) - jnp.maximum(ps, ts))
     union = (pe - ps) + (te - ts) - inter
     hull = jnp.maximum(pe, te) - jnp.minimum(ps, ts)
@@ -220,13 +218,7 @@ def _masked(loss, mask):
     return loss if mask is None else jnp.where(mask, loss, 0.0)
 
 
-_INTERVAL_ARGS = """predictions: float ``[..., 2]`` predicted intervals ``(start, end)``.
-      targets: float ``[..., 2]`` target intervals.
-      mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
-        gradient)."""
-
-
-def temporal_iou_loss(predictions, targets, *, mask=None) -> jax.Array:
+def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the temporal IoU of two intervals.
 
     .. math:: 1 - \frac{|A \cap B|}{|A \cup B|}
@@ -234,26 +226,36 @@ def temporal_iou_loss(predictions, targets, *, mask=None) -> jax.Array:
     Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there).
 
     Args:
-      {intervals}
+      targets: float ``[..., 2]`` target intervals ``(start, end)``.
+      predictions: float ``[..., 2]`` predicted intervals, the same shape.
+      mask: optional bool ``[...]``, True = a valid pair; invalid pairs give 0 (and no
+        gradient).
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 1 when the union is empty (two zero-length intervals).
 
     >>> round(float(temporal_iou_loss(jnp.array([0.0, 4.0]), jnp.array([2.0, 6.0]))), 4)
     0.6667
+
+    Note:
+      This loss and the GIoU and DIoU losses are symmetric in their two intervals, so calls
+      in jaxseg 0.1's order ``(predictions, targets)`` give the same values and gradients.
     """
-    predictions, targets, mask = _intervals(predictions, targets, mask)
-    iou, _, _ = _interval_terms(predictions, targets)
+    targets, predictions, mask = _intervals(targets, predictions, mask)
+    iou, _, _ = _interval_terms(targets, predictions)
     return _masked(1.0 - iou, mask)
 
 
-def temporal_giou_loss(predictions, targets, *, mask=None) -> jax.Array:
+def temporal_giou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the generalised temporal IoU of two intervals.
 
     .. math:: 1 - \mathrm{IoU} + \frac{|H| - |A \cup B|}{|H|},\quad H = \text{hull}(A, B)
 
     Args:
-      {intervals}
+      targets: float ``[..., 2]`` target intervals ``(start, end)``.
+      predictions: float ``[..., 2]`` predicted intervals; one disjoint from its target still
+        has a gradient, through the hull term.
+      mask: optional bool ``[...]``, True = a valid pair (0 and no gradient elsewhere).
 
     Returns:
       float32 ``[...]`` in ``[0, 2]``; the hull term is 0 when the hull is empty.
@@ -264,12 +266,12 @@ def temporal_giou_loss(predictions, targets, *, mask=None) -> jax.Array:
     References:
       Rezatofighi et al., Generalized intersection over union, CVPR 2019.
     """
-    predictions, targets, mask = _intervals(predictions, targets, mask)
-    iou, hull, union = _interval_terms(predictions, targets)
+    targets, predictions, mask = _intervals(targets, predictions, mask)
+    iou, hull, union = _interval_terms(targets, predictions)
     return _masked(1.0 - iou + safe_divide(hull - union, hull), mask)
 
 
-def temporal_diou_loss(predictions, targets, *, mask=None) -> jax.Array:
+def temporal_diou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the distance IoU of two intervals.
 
     .. math:: 1 - \mathrm{IoU} + \Big(\frac{c_A - c_B}{|H|}\Big)^2
@@ -277,7 +279,10 @@ def temporal_diou_loss(predictions, targets, *, mask=None) -> jax.Array:
     with centres ``c`` and the hull ``H``.
 
     Args:
-      {intervals}
+      targets: float ``[..., 2]`` target intervals ``(start, end)``.
+      predictions: float ``[..., 2]`` predicted intervals, whose centres the loss pulls
+        toward the targets' centres (disjoint or not).
+      mask: optional bool ``[...]``, True = a valid pair (0 and no gradient elsewhere).
 
     Returns:
       float32 ``[...]`` in ``[0, 2]``; the centre term is 0 when the hull is empty.
@@ -292,14 +297,10 @@ def temporal_diou_loss(predictions, targets, *, mask=None) -> jax.Array:
     References:
       Zheng et al., Distance-IoU loss, AAAI 2020; Zhang, Wu & Li, ActionFormer, ECCV 2022.
     """
-    predictions, targets, mask = _intervals(predictions, targets, mask)
-    iou, hull, _ = _interval_terms(predictions, targets)
+    targets, predictions, mask = _intervals(targets, predictions, mask)
+    iou, hull, _ = _interval_terms(targets, predictions)
     centre_gap = 0.5 * (
-        (predictions[..., 0] + predictions[..., 1]) - (targets[..., 0] + targets[..., 1])
+        (targets[..., 0] + targets[..., 1]) - (predictions[..., 0] + predictions[..., 1])
     )
     ratio = safe_divide(centre_gap, hull)
     return _masked(1.0 - iou + ratio * ratio, mask)
-
-
-for _fn in (temporal_iou_loss, temporal_giou_loss, temporal_diou_loss):
-    _fn.__doc__ = _fn.__doc__.replace("{intervals}", _INTERVAL_ARGS)
