@@ -158,10 +158,16 @@ def proposal_average_recall(
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )
-
-    one_dataset = functools.partial(
-        _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
+    return _curve_program(
+        gt, gm, props, scores, pm, thresholds=thresholds, max_average=max_average, at_index=at_index
     )
+
+
+# Validated arguments run as one compiled program per shape and static arguments: called
+# outside ``jax.jit``, the float64 emulation would otherwise dispatch hundreds of operations.
+@functools.partial(jax.jit, static_argnames=("thresholds", "max_average", "at_index"))
+def _curve_program(gt, gm, props, scores, pm, **static):
+    one_dataset = functools.partial(_dataset_curve, **static)
     return batching.lift(one_dataset, (gt, gm, props, scores, pm), (3, 2, 3, 2, 2))
 
 
