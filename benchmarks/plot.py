@@ -50,6 +50,7 @@ def _measure(root: Path, videos: int, rounds: int) -> None:
         print(f"{name:6s} median {statistics.median(values):.2f} s  (rounds: {rounded})")
     ratio = statistics.median(times["plot"]) / statistics.median(times["plain"])
     print(f"ratio --plot / plain: {ratio:.2f} (target <= 2)")
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 def main() -> None:
@@ -58,7 +59,10 @@ def main() -> None:
     parser.add_argument("--videos", type=int, default=1712)
     parser.add_argument("--folder", type=Path, default=None, help="reuse or create this folder")
     args = parser.parse_args()
-    print(machine_summary())
+    import matplotlib
+
+    print(f"{machine_summary()}, matplotlib {matplotlib.__version__}")
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.folder is not None:
         args.folder.mkdir(parents=True, exist_ok=True)
         _measure(args.folder, args.videos, args.rounds)
