@@ -412,3 +412,19 @@ def test_command_prints_its_version(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"jaxseg {jaxseg.__version__}\n"
+
+
+def test_ignore_index_counts_like_a_mask():
+    """PyTorch-style -100 padding with ignore_index gives the state of the masked batch."""
+    batch = [VideoSpec(T, C, 6, 0.3, "mixed", 0.1, "holes", 50 + i) for i in range(B)]
+    y, p, m, _ = pad_batch(batch, T)
+    padded = np.where(m, y, -100)
+    acc = streaming.segmentation(
+        num_classes=C, overlaps=OVERLAPS, background=BACKGROUND, ignore_index=-100
+    )
+    state = jax.jit(acc.update)(acc.init(), padded, p)
+    assert_same_state(state, UPDATE(SEGMENTATION.init(), y, p, mask=m))
+    assert_results_match(acc.compute(state), reference_results(y, p, m))
+    frames = streaming.frame_metrics(num_classes=C, ignore_index=-100)
+    frame_state = frames.update(frames.init(), padded, p)
+    assert_same_state(frame_state, FRAME_UPDATE(FRAMES.init(), y, p, mask=m))

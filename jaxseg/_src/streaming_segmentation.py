@@ -79,7 +79,7 @@ def frame_results(confusion) -> dict:
     return results
 
 
-def frame_metrics(*, num_classes: int) -> Accumulator:
+def frame_metrics(*, num_classes: int, ignore_index=None) -> Accumulator:
     """Accumulator of the confusion-matrix metrics over a whole dataset.
 
     ``compute`` returns ``accuracy`` (pooled over frames), ``class_accuracy [C]``,
@@ -93,6 +93,8 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
 
     Args:
       num_classes: static number of classes C; labels must lie in ``[0, C)``.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (as in :func:`jaxseg.metrics.accuracy`).
 
     >>> acc = frame_metrics(num_classes=3)
     >>> state = acc.update(acc.init(), [[0, 1, 1, 2]], [[0, 1, 2, 2]])
@@ -100,13 +102,14 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
     0.75
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    ignore_index = checks.static_ignore_index(ignore_index)
 
     def init():
         return FrameState(counting.zeros((num_classes, num_classes)), counting.zeros())
 
     def update(state, targets, predictions, *, mask=None):
         targets, predictions = checks.label_pair(targets, predictions)
-        mask = checks.as_mask(mask, targets.shape)
+        mask = checks.without_ignored(targets, checks.as_mask(mask, targets.shape), ignore_index)
         confusion = pooled_confusion(targets, predictions, mask, num_classes)
         frames = targets.size if mask is None else jnp.sum(mask, dtype=jnp.int32)
         outside = frames - jnp.sum(confusion)
@@ -178,6 +181,7 @@ def segmentation(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ) -> Accumulator:
     """Accumulator of the MS-TCN dataset metrics: accuracy, edit and segmental P/R/F1@tau.
 
@@ -196,6 +200,8 @@ def segmentation(
       max_target_segments: static capacity of target segment tables (``None``: T).
       max_predicted_segments: static capacity of predicted segment tables (``None``: T).
       legacy_asformer_end: static; reproduce ASFormer's last-segment end (F1 only).
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones before anything is counted (as in :func:`jaxseg.metrics.edit_score`).
 
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
@@ -222,6 +228,7 @@ def segmentation(
     background = checks.static_labels("background", background)
     num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
     frames_acc = None if num_classes is None else frame_metrics(num_classes=num_classes)
+    ignore_index = checks.static_ignore_index(ignore_index)
     options = dict(
         overlaps=overlaps,
         background=background,
@@ -236,6 +243,11 @@ def segmentation(
         return SegmentationState(*(zero,) * 6, *(per_threshold,) * 3, zero, frame)
 
     def update(state, targets, predictions, *, mask=None):
+        if ignore_index is not None:
+            targets, predictions = checks.label_pair(targets, predictions)
+            mask = checks.without_ignored(
+                targets, checks.as_mask(mask, targets.shape), ignore_index
+            )
         stats = segmentation_statistics(targets, predictions, mask=mask, **options)
         frame = state.frame
         if frames_acc is not None:
