@@ -133,10 +133,6 @@ def soft_edit_loss(
       labels: integer ``[..., T]`` frame labels in ``[0, C)``.
       mask: optional bool ``[..., T]``, True = valid frame; masked frames are removed first and
         get exactly zero gradient.
-      ignore_index: optional static int: frames whose label equals it are removed like
-        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
-        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
-        that sequence's loss NaN (with zero gradient).
       background: static tuple of labels that form no segment.
       gamma: float scalar > 0, the temperature; may be traced (annealing does not recompile);
         a concrete value ≤ 0 raises ``ValueError``.
@@ -159,6 +155,10 @@ def soft_edit_loss(
         segments are approximated (several correct starts in one window count as one
         match plus deletions). Default 1 (the frame-level recursion above).
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
+      ignore_index: optional static int: frames whose label equals it are removed like
+        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
+        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
+        that sequence's loss NaN (with zero gradient).
 
     Returns:
       float32 ``[...]``, one loss per sequence, ≥ 0 up to the entropic bias (about
@@ -247,12 +247,12 @@ def soft_levenshtein(
       labels: integer ``[..., M]`` target symbols in ``[0, C)``.
       mask: optional bool ``[..., N]``, True = a valid predicted symbol.
       label_mask: optional bool ``[..., M]``, True = a valid target symbol.
+      gamma: float scalar > 0, the temperature (may be traced). Default 0.1.
+      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
       ignore_index: optional static int: target symbols equal to it are removed like masked
         ones (PyTorch-style padding such as -100). Any other symbol outside ``[0, C)`` that
         is valid raises ``ValueError`` when the labels are concrete; traced, it makes that
         sequence's distance NaN (with zero gradient).
-      gamma: float scalar > 0, the temperature (may be traced). Default 0.1.
-      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
 
     Returns:
       float32 ``[...]``, the soft distance (not normalised), in
