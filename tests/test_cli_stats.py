@@ -56,6 +56,7 @@ def test_identical_videos_give_a_zero_width_interval(tmp_path, capsys):
     for column in COLUMNS:
         assert row[f"{column} low"] == pytest.approx(row[column], abs=1e-4)
         assert row[f"{column} high"] == pytest.approx(row[column], abs=1e-4)
+        assert row[f"{column} low"] <= row[column] <= row[f"{column} high"]
 
 
 def test_compare_two_models(tmp_path, capsys):
@@ -77,9 +78,8 @@ def test_compare_two_models(tmp_path, capsys):
     assert list(rows) == list(COLUMNS)
     for column in COLUMNS:
         row = rows[column]
-        assert row["A"] == pytest.approx(a[column], abs=1e-4)
-        assert row["B"] == pytest.approx(b[column], abs=1e-4)
-        assert row["A - B"] == pytest.approx(a[column] - b[column], abs=1e-4)
+        assert row["A"] == a[column] and row["B"] == b[column]  # float64 in both commands
+        assert row["A - B"] == pytest.approx(a[column] - b[column], rel=1e-12, abs=1e-12)
         assert row["low"] <= row["A - B"] <= row["high"]
         assert 0.0 <= row["p (bootstrap)"] <= 1.0 and 0.0 <= row["p (permutation)"] <= 1.0
     assert rows["Acc"]["A - B"] > 20 and rows["Acc"]["p (permutation)"] < 0.05  # clearly better

@@ -24,6 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxseg import Evaluator
+from jaxseg._src import evaluator as evaluator_module
+from jaxseg._src.padding import length_groups
 
 TAUS = (0.1, 0.25, 0.5)
 GOLDEN_CLASSES = 14  # the golden labels are 0..11: classes 12 and 13 are absent (NaN)
@@ -570,6 +572,24 @@ BAD_INPUTS = {
         dict(gt=[[1, 2], [1]], pred=[[1, 2], [1]], name=["only one"]),
         r"name holds 1 names for 2 videos",
     ),
+    # Labels index per-class count tables: 2**28 asked for 6-13 GB, 2**31 - 1 overflowed.
+    "label 2**28, past the class tables": (
+        dict(gt=[0, 2**28, 2**28], pred=[0, 2**28, 2**28], name="huge"),
+        r"huge: targets hold label 268435456; .* labels below 2\*\*20 = 1048576",
+    ),
+    "label 2**31 - 1, past the class tables": (
+        dict(gt=[0, 1, 1], pred=[0, 2**31 - 1, 2**31 - 1], name="top"),
+        r"top: predictions hold label 2147483647; .* labels below 2\*\*20",
+    ),
+    "label 2**31 - 1 in a padded batch": (
+        dict(
+            gt=np.array([[0, 1, 1], [0, 2**31 - 1, 7]]),
+            pred=np.ones((2, 3), int),
+            lengths=np.array([3, 2]),
+            name=["a", "b"],
+        ),
+        r"b: targets hold label 2147483647; .* labels below 2\*\*20",
+    ),
 }
 
 
@@ -584,6 +604,11 @@ def test_bad_input_raises_and_changes_nothing(case):
         ev.add(gt, pred, **kwargs)
     assert_same_results(ev.get(), before)
     assert ev.per_video() == per_video
+
+
+def test_num_classes_past_the_class_tables_is_refused():
+    with pytest.raises(ValueError, match=r"num_classes must be at most 2\*\*20"):
+        Evaluator(num_classes=2**28)
 
 
 @pytest.mark.parametrize(
@@ -716,3 +741,51 @@ def test_a_first_evaluation_compiles_each_program_once(caplog):
     assert [result["tp"][tau] for tau in (0.3, 0.7)] == tp.tolist()
     assert [result["fp"][tau] for tau in (0.3, 0.7)] == fp.tolist()
     assert [result["fn"][tau] for tau in (0.3, 0.7)] == fn.tolist()
+
+
+def test_length_groups_partition_and_bound_the_padding():
+    rng = np.random.default_rng(11)
+    for lengths in ([300] * 27 + [20_000_000], rng.integers(1, 5000, 300), [7] * 5):
+        lengths = np.asarray(lengths)
+        groups = length_groups(lengths, waste=4096)
+        np.testing.assert_array_equal(np.sort(np.concatenate(groups)), np.arange(len(lengths)))
+        for group in groups:
+            padding = len(group) * lengths[group].max() - lengths[group].sum()
+            assert len(group) == 1 or padding <= 4096
+    groups = length_groups([300] * 27 + [20_000_000], waste=1 << 23)
+    assert [g.tolist() for g in groups] == [[27], list(range(27))]
+
+
+def test_one_long_video_is_not_padding_for_the_others(monkeypatch):
+    """Videos queued together are padded in groups: the padded frames stay within the data
+    plus the allowed waste per group, and the numbers and the order are those of adding the
+    videos one at a time."""
+    monkeypatch.setattr(evaluator_module, "_GROUP_WASTE", 1000)
+    videos = short_videos() * 4
+    rng = np.random.default_rng(5)
+    long_target = np.repeat(rng.integers(0, 5, 40), 150).astype(np.int32)  # 6000 frames
+    long_prediction = np.where(rng.random(6000) < 0.1, 1, long_target).astype(np.int32)
+    videos.insert(7, (long_target, long_prediction))
+    shapes = []
+    process = Evaluator._process
+
+    def spy(self, names, padded_t, *rest):
+        shapes.append((len(names), padded_t.shape))
+        return process(self, names, padded_t, *rest)
+
+    monkeypatch.setattr(Evaluator, "_process", spy)
+    ev = Evaluator(background=(0,))
+    ev.add([t for t, _ in videos], [p for _, p in videos])
+    together = ev.get()
+    frames = sum(len(t) for t, _ in videos)
+    padded_frames = sum(count * shape[1] for count, shape in shapes)  # rows holding videos
+    assert len(shapes) >= 2 and padded_frames <= frames + 1000 * len(shapes) + 32 * len(videos)
+    assert padded_frames < len(videos) * 6000 // 4  # one batch would pad every video to 6000
+    one_by_one = Evaluator(background=(0,))
+    for t, p in videos:
+        one_by_one.add(t, p)
+        one_by_one.get()  # evaluates this video alone
+    assert_same_results(together, one_by_one.get())
+    assert ev.per_video() == one_by_one.per_video()
+    for a, b in zip(ev.statistics(), one_by_one.statistics(), strict=True):
+        np.testing.assert_array_equal(a, b)

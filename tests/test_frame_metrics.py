@@ -283,3 +283,53 @@ def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():
         num_classes=200, iou_thresholds=(0.5,),
     )  # fmt: skip
     assert float(ap.per_class[100, 0]) == 1.0
+
+
+def test_ignore_index_removes_pytorch_padding_frames():
+    """Frames labelled ``ignore_index`` leave every frame metric, as if they were cut out."""
+    rng = np.random.default_rng(20)
+    C, T = 5, 300
+    targets = rng.integers(0, C, (4, T))
+    predictions = np.where(rng.random((4, T)) < 0.6, targets, rng.integers(0, C, (4, T)))
+    targets[rng.random((4, T)) < 0.3] = -100
+    targets[3] = -100  # a row of padding only
+    kw = dict(num_classes=C, ignore_index=-100)
+    got = {
+        "accuracy": M.accuracy(targets, predictions, ignore_index=-100),
+        "cm": M.confusion_matrix(targets, predictions, **kw),
+        "class_accuracy": M.class_accuracy(targets, predictions, **kw),
+        "recall": M.recall(targets, predictions, average="none", **kw),
+        "f1": M.f1_score(targets, predictions, **kw),
+    }
+    for k in range(4):
+        keep = targets[k] != -100
+        t, p = targets[k][keep], predictions[k][keep]
+        want_cm = np.zeros((C, C), np.int64)
+        np.add.at(want_cm, (t, p), 1)
+        np.testing.assert_array_equal(np.asarray(got["cm"][k]), want_cm)
+        want_accuracy = np.mean(t == p) if keep.any() else np.nan
+        np.testing.assert_allclose(float(got["accuracy"][k]), want_accuracy, rtol=1e-6)
+        support = want_cm.sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            recall = np.diag(want_cm) / support
+        recall[(support == 0) & (want_cm.sum(0) > 0)] = 0.0
+        np.testing.assert_allclose(np.asarray(got["recall"][k]), recall, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(got["class_accuracy"][k]), recall, rtol=1e-6)
+        want_f1 = ref.average_scores(t, p, C, "f1", "macro")
+        np.testing.assert_allclose(float(got["f1"][k]), want_f1, rtol=1e-6)
+    assert np.isnan(float(got["accuracy"][3]))
+    # Without ignore_index, -100 is a label like any other: it counts as a missed frame.
+    plain = np.asarray(M.accuracy(targets[:1], predictions[:1]))
+    np.testing.assert_allclose(plain, np.mean(targets[0] == predictions[0]), rtol=1e-6)
+
+
+def test_ignore_index_outside_the_label_dtype_ignores_nothing():
+    """uint8 label 156 is not -100: comparing in the labels' dtype would wrap -100 onto it."""
+    targets = np.array([0, 156, 156, 1], np.uint8)
+    predictions = np.array([0, 156, 0, 0], np.uint8)
+    got = float(M.accuracy(targets, predictions, ignore_index=-100))
+    assert got == np.mean(targets == predictions)
+    kept = float(M.accuracy(targets, predictions, ignore_index=156))
+    assert kept == np.mean(targets[[0, 3]] == predictions[[0, 3]])
+    with pytest.raises(TypeError, match="ignore_index"):
+        M.accuracy(targets, predictions, ignore_index=1.5)

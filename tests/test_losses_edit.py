@@ -288,3 +288,19 @@ def test_soft_levenshtein_check_grads_float64():
             )
             assert fn(logits).dtype == jnp.float64
             check_grads(fn, (logits,), order=1, modes=["rev"], eps=1e-5)
+
+
+def test_soft_levenshtein_ignore_index_and_symbols_outside_the_classes():
+    rng = np.random.default_rng(20)
+    logits = rng.normal(0, 2, (2, 6, 4)).astype(np.float32)
+    symbols = np.array([[1, 3, 0, -100, -100], [2, 2, 1, 3, -100]])
+    got = np.asarray(losses.soft_levenshtein(logits, symbols, ignore_index=-100))
+    for k in range(2):
+        kept = symbols[k][symbols[k] != -100]
+        np.testing.assert_allclose(
+            got[k], float(losses.soft_levenshtein(logits[k], kept)), rtol=1e-5
+        )
+    with pytest.raises(ValueError, match=r"= -100 lies outside \[0, 4\)"):
+        losses.soft_levenshtein(logits, symbols)
+    traced = np.asarray(jax.jit(losses.soft_levenshtein)(logits, symbols))
+    assert np.all(np.isnan(traced))

@@ -145,3 +145,61 @@ def test_start_penalty_check_grads_float64():
             )
         )
         check_grads(starts, (logits,), order=1, modes=["rev"], eps=1e-6)
+
+
+_LABELLED_LOSSES = {
+    "soft_edit_loss": lambda x, y, **kw: losses.soft_edit_loss(x, y, background=(0,), **kw),
+    "ctc_transcript_loss": lambda x, y, **kw: losses.ctc_transcript_loss(
+        x, y, background=(0,), **kw
+    ),
+    "segment_start_penalty": losses.segment_start_penalty,
+    "smoothing_loss": losses.smoothing_loss,
+    "soft_dice_loss": losses.soft_dice_loss,
+    "soft_jaccard_loss": losses.soft_jaccard_loss,
+    "tversky_loss": losses.tversky_loss,
+    "generalized_dice_loss": losses.generalized_dice_loss,
+    "lovasz_softmax_loss": losses.lovasz_softmax_loss,
+}
+
+
+def _padded_batch(pad):
+    """Three sequences of 4 classes padded with ``pad`` labels, and their valid lengths."""
+    rng = np.random.default_rng(20)
+    logits = rng.normal(0, 2, (3, 16, 4)).astype(np.float32)
+    labels = np.repeat(rng.integers(0, 4, (3, 4)), 4, axis=1)
+    lengths = np.array([16, 11, 5])
+    labels[np.arange(16) >= lengths[:, None]] = pad
+    return logits, labels, lengths
+
+
+@pytest.mark.parametrize("name", sorted(_LABELLED_LOSSES))
+def test_ignore_index_equals_cutting_the_padding_off(name):
+    loss = _LABELLED_LOSSES[name]
+    logits, labels, lengths = _padded_batch(-100)
+    got = np.asarray(jax.jit(lambda x, y: loss(x, y, ignore_index=-100))(logits, labels))
+    for k, n in enumerate(lengths):
+        alone = float(loss(logits[k, :n], labels[k, :n]))
+        np.testing.assert_allclose(got[k], alone, rtol=2e-5, atol=1e-6)
+    grads = jax.jit(jax.grad(lambda x, y: jnp.sum(loss(x, y, ignore_index=-100))))(logits, labels)
+    grads = np.asarray(grads)
+    assert np.all(np.isfinite(grads))
+    assert np.all(grads[np.arange(16) >= lengths[:, None]] == 0.0)
+
+
+@pytest.mark.parametrize("name", sorted(set(_LABELLED_LOSSES) - {"smoothing_loss"}))
+@pytest.mark.parametrize("pad", [-100, 4])
+def test_labels_outside_the_classes_raise_or_give_nan(name, pad):
+    """Concrete labels outside [0, C): ValueError naming the label. Traced: NaN for that
+    sequence only, the others unchanged, and finite (zero) gradients."""
+    loss = _LABELLED_LOSSES[name]
+    logits, labels, lengths = _padded_batch(pad)
+    with pytest.raises(ValueError, match=rf"= {pad} lies outside \[0, 4\)"):
+        loss(logits, labels)
+    masked = np.arange(16) < lengths[:, None]
+    assert np.all(np.isfinite(np.asarray(loss(logits, labels, mask=masked))))
+    got = np.asarray(jax.jit(loss)(logits, labels))
+    assert not np.isnan(got[0]) and np.all(np.isnan(got[1:]))
+    np.testing.assert_allclose(got[0], float(loss(logits[0], labels[0])), rtol=2e-5)
+    grads = jax.jit(jax.grad(lambda x, y: jnp.sum(jnp.nan_to_num(loss(x, y)))))(logits, labels)
+    assert np.all(np.isfinite(np.asarray(grads)))
+    assert np.all(np.asarray(grads)[1:] == 0.0)

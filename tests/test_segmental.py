@@ -661,3 +661,27 @@ def test_candidates_at_their_bound_do_not_overflow(background):
         np.testing.assert_array_equal(stats.fp[i], fp)
         np.testing.assert_array_equal(stats.fn[i], fn)
         assert stats.edit_distance[i] == ref.edit_distance(y, p, background=background)
+
+
+def test_ignore_index_cuts_frames_out_before_segmenting():
+    """ASRF's rule: frames whose target is ``ignore_index`` are removed, so the segments on
+    both sides of them can merge; the scores equal those of the compacted sequences."""
+    rng = np.random.default_rng(20)
+    T = 120
+    targets = np.repeat(rng.integers(0, 4, (3, T // 6)), 6, axis=1)
+    predictions = np.where(rng.random((3, T)) < 0.9, targets, rng.integers(0, 4, (3, T)))
+    targets[:, 30:42] = -100
+    targets[1, ::7] = -100
+    kw = dict(background=(0,), ignore_index=-100)
+    edit_scores = np.asarray(M.edit_score(targets, predictions, **kw))
+    tp, fp, fn = (np.asarray(x) for x in M.segmental_counts(targets, predictions, **kw))
+    for k in range(3):
+        keep = targets[k] != -100
+        t, p = targets[k][keep], predictions[k][keep]
+        assert edit_scores[k] == pytest.approx(ref.edit_score(t, p, background=(0,)), abs=1e-6)
+        want = ref.segmental_counts(t, p, (0.1, 0.25, 0.5), background=(0,))
+        np.testing.assert_array_equal(np.stack([tp[k], fp[k], fn[k]]), np.stack(want))
+    # Without ignore_index, -100 is a segment label of its own.
+    plain = float(M.edit_score(targets[:1], predictions[:1], background=(0,))[0])
+    assert plain == pytest.approx(ref.edit_score(targets[0], predictions[0], background=(0,)))
+    assert plain != pytest.approx(edit_scores[0])

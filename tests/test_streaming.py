@@ -232,6 +232,9 @@ def test_compute_of_init_is_defined():
         "f1",
         "videos",
         "frames",
+        "tp",
+        "fp",
+        "fn",
         "overflow",
     }
 
@@ -282,6 +285,41 @@ def test_states_stay_exact_past_2_to_the_32_frames():
         streaming.to_int(bigger.frame.confusion),
         ref.confusion_matrix(y[m], p[m], C) * (scale + 1),
     )
+
+
+def test_compute_returns_counts_as_exact_integers():
+    """17,000,017 frames is not a float32; compute gives it (and every count) as an exact
+    integer, and a count past int32 as -1, never a rounded value."""
+    assert not jax.config.jax_enable_x64
+    batch = [VideoSpec(T, C, 6, 0.3, "mixed", 0.1, "holes", 30 + i) for i in range(B)]
+    y, p, m, _ = pad_batch(batch, T)
+    small = UPDATE(SEGMENTATION.init(), y, p, mask=m)
+    big = small
+    for _ in range(18):
+        big = MERGE(big, big)
+    one_frame = np.zeros_like(m)
+    one_frame[0, np.argmax(m[0])] = True
+    state = UPDATE(big, y, p, mask=one_frame)
+    frames = int(m.sum()) * 2**18 + 1
+    assert frames > 2**24 and int(np.float32(frames)) != frames
+    results = SEGMENTATION.compute(state)
+    assert results["frames"].dtype == np.int32 and int(results["frames"]) == frames
+    assert int(results["videos"]) == B * 2**18 + 1
+    counts = [ref.segmental_counts(y[i], p[i], OVERLAPS, m[i], BACKGROUND) for i in range(B)]
+    first = ref.segmental_counts(y[0], p[0], OVERLAPS, one_frame[0], BACKGROUND)
+    for k, key in enumerate(("tp", "fp", "fn")):
+        want = np.sum([c[k] for c in counts], axis=0) * 2**18 + first[k]
+        np.testing.assert_array_equal(results[key], want)
+        assert results[key].dtype == np.int32
+    confusion = ref.confusion_matrix(y[m], p[m], C) * 2**18
+    confusion += ref.confusion_matrix(y[one_frame], p[one_frame], C)
+    np.testing.assert_array_equal(results["confusion"], confusion)
+    assert results["confusion"].dtype == np.int32
+    huge = state
+    for _ in range(8):
+        huge = MERGE(huge, huge)
+    assert int(SEGMENTATION.compute(huge)["frames"]) == -1
+    assert streaming.to_int(huge.frames) == frames * 2**8 > 2**31
 
 
 # ------------------------------------------------------------------------------------------
@@ -374,3 +412,19 @@ def test_command_prints_its_version(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"jaxseg {jaxseg.__version__}\n"
+
+
+def test_ignore_index_counts_like_a_mask():
+    """PyTorch-style -100 padding with ignore_index gives the state of the masked batch."""
+    batch = [VideoSpec(T, C, 6, 0.3, "mixed", 0.1, "holes", 50 + i) for i in range(B)]
+    y, p, m, _ = pad_batch(batch, T)
+    padded = np.where(m, y, -100)
+    acc = streaming.segmentation(
+        num_classes=C, overlaps=OVERLAPS, background=BACKGROUND, ignore_index=-100
+    )
+    state = jax.jit(acc.update)(acc.init(), padded, p)
+    assert_same_state(state, UPDATE(SEGMENTATION.init(), y, p, mask=m))
+    assert_results_match(acc.compute(state), reference_results(y, p, m))
+    frames = streaming.frame_metrics(num_classes=C, ignore_index=-100)
+    frame_state = frames.update(frames.init(), padded, p)
+    assert_same_state(frame_state, FRAME_UPDATE(FRAMES.init(), y, p, mask=m))

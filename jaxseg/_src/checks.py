@@ -124,6 +124,31 @@ def in_label_range(labels, upper: int) -> jnp.ndarray:
     return inside
 
 
+def static_ignore_index(value) -> int | None:
+    """Returns ``ignore_index`` as a static Python int (any sign, e.g. -100 or 255) or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"ignore_index must be a static Python int or None, got {value!r}.")
+    return int(value)
+
+
+def without_ignored(labels, mask, ignore_index: int | None):
+    """``mask`` (None = every frame valid) with the frames whose label is ``ignore_index``
+    removed, as optax and PyTorch's ``ignore_index`` do; None when nothing is removed.
+
+    The label is compared in the labels' own dtype only when that dtype holds it: an
+    ``ignore_index`` of -100 never equals a uint8 label 156.
+    """
+    if ignore_index is None:
+        return mask
+    info = jnp.iinfo(labels.dtype)
+    if not info.min <= ignore_index <= info.max:
+        return mask
+    kept = labels != jnp.asarray(ignore_index, labels.dtype)
+    return kept if mask is None else mask & kept
+
+
 def same_shape(name_a: str, a, name_b: str, b) -> None:
     """Raises unless ``a`` and ``b`` have the same shape."""
     if a.shape != b.shape:

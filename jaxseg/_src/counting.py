@@ -74,6 +74,20 @@ def to_float(count: Count) -> jax.Array:
     return count.high.astype(jnp.float32) * float(1 << LOW_BITS) + count.low.astype(jnp.float32)
 
 
+def to_integer(count: Count) -> jax.Array:
+    """The count as an exact integer array, for ``compute`` results (jit-able).
+
+    int64 with ``jax_enable_x64`` (every count, up to 2**51); otherwise int32, exact below
+    2**31, and -1 for a count that int32 cannot hold (never a wrapped or rounded value: read
+    such a count exactly on the host with :func:`to_int`).
+    """
+    count = normalize(count)
+    if jax.dtypes.canonicalize_dtype(jnp.int64) == jnp.int64:
+        return (count.high.astype(jnp.int64) << LOW_BITS) + count.low
+    fits = count.high < (1 << (31 - LOW_BITS))
+    return jnp.where(fits, (count.high << LOW_BITS) + count.low, -1)
+
+
 def ratio(numerator: Count, denominator: Count, fill=jnp.nan) -> jax.Array:
     """``numerator / denominator`` in float32, ``fill`` where the denominator is 0."""
     from jaxseg._src.numerics import safe_divide

@@ -21,6 +21,7 @@ from jaxseg._src.padding import (
     check_batch,
     label_bound,
     largest_label,
+    length_groups,
     round_up,
     video_array,
 )
@@ -37,6 +38,13 @@ from jaxseg._src.stats_segmentation import segmentation_intervals
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 _COUNT_BINS_FROM_BOUND = 1 << 16  # a larger label bound is checked against the valid frames
+# Labels index per-class frame counts (a table of largest label + 1 entries on the host and on
+# the device); this bound keeps those tables at a few MB.
+_MAX_CLASSES = 1 << 20
+# Padding a batch of queued videos may add this many frames (padding.length_groups): a
+# Breakfast-sized set (1712 videos of 300-6000 frames, 5.4 M frames) pads by 4.8 M and stays
+# one batch; one 20 M-frame video gets a batch of its own.
+_GROUP_WASTE = 1 << 23
 _COMPILER = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxseg-compile")
 _SURVEYED: set[tuple] = set()  # (shape, dtype, background) of every batch phase 1 has seen
 
@@ -166,7 +174,9 @@ class Evaluator:
     capacities are chosen from the data, so no video can overflow.
 
     Args:
-      num_classes: number of classes C, or None to infer it as the largest label seen + 1.
+      num_classes: number of classes C, or None to infer it as the largest label seen + 1;
+        at most ``2**20`` (labels index per-class count tables: relabel larger ids, e.g. with
+        ``np.unique(..., return_inverse=True)``).
       background: labels that form no segment (edit and F1 only; accuracy counts all frames).
       overlaps: IoU thresholds of the segmental scores.
       legacy_asformer_end: reproduce ASFormer/DiffAct's last-segment end (F1 only).
@@ -187,6 +197,11 @@ class Evaluator:
         legacy_asformer_end: bool = False,
     ):
         self.num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
+        if (self.num_classes or 0) > _MAX_CLASSES:
+            raise ValueError(
+                f"num_classes must be at most 2**20 = {_MAX_CLASSES} (the Evaluator keeps a "
+                f"frame count per class), got {self.num_classes}."
+            )
         self.background = checks.static_labels("background", background)
         checks.static_thresholds("overlaps", overlaps)
         self.overlaps = tuple(float(t) for t in overlaps)
@@ -252,7 +267,7 @@ class Evaluator:
             targets.append(t)
             predictions.append(p)
         bound = largest_label(targets, predictions)
-        if bound >= (self.num_classes or _INT32.max + 1):  # find the video, name the label
+        if bound >= self._label_limit():  # find the video, name the label
             for video, t, p in zip(names, targets, predictions):
                 self._check_range(
                     [video], np.array([[t.min()], [p.min()]]), np.array([[t.max()], [p.max()]])
@@ -264,19 +279,38 @@ class Evaluator:
             self._flush()
 
     def _flush(self):
-        """Evaluates the queued videos."""
-        if self._pending:
-            names, targets, predictions = zip(*self._pending)
-            padded = self._buffers.fill_videos(names, targets, predictions, self._pending_bound)
-            self._pending, self._pending_frames, self._pending_bound = [], 0, 0
-            self._process(list(names), *padded)
+        """Evaluates the queued videos, padded in groups of similar length
+        (:func:`~jaxseg._src.padding.length_groups`: memory follows the data), and keeps
+        their statistics in the order they were added."""
+        if not self._pending:
+            return
+        names, targets, predictions = zip(*self._pending)
+        bound = self._pending_bound
+        self._pending, self._pending_frames, self._pending_bound = [], 0, 0
+        groups = length_groups([len(t) for t in targets], waste=_GROUP_WASTE)
+        batches, videos = len(self._stats), len(self._names)
+        for group in groups:
+            chosen = [[x[i] for i in group] for x in (names, targets, predictions)]
+            self._process(chosen[0], *self._buffers.fill_videos(*chosen, bound))
+        if len(groups) > 1:
+            self._restore_order(batches, videos, np.concatenate(groups))
+
+    def _restore_order(self, batches: int, videos: int, order: np.ndarray) -> None:
+        """Puts the videos evaluated since ``batches`` statistics and ``videos`` names back
+        in the order they were added (``order[k]`` = index of the k-th evaluated one)."""
+        back = np.argsort(order)
+        stats = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *self._stats[batches:])
+        self._stats[batches:] = [jax.tree_util.tree_map(lambda x: x[back], stats)]
+        self._names[videos:] = [self._names[videos + i] for i in back]
 
     def _process(self, names, padded_t, padded_p, padded_lengths, bound):
         """Both device phases over a padded batch whose valid labels are at most ``bound``;
         appends the statistics of ``names``."""
         device = jax.device_put((padded_t, padded_p, padded_lengths))
         size = len(names)
-        count_bins = self._count_bins(padded_t[:size], padded_p[:size], padded_lengths, bound)
+        count_bins = self._count_bins(
+            names, padded_t[:size], padded_p[:size], padded_lengths, bound
+        )
         ahead = self._compile_ahead(padded_t, padded_p, padded_lengths, size, count_bins)
         words, sizes, background_frames = _survey(*device, background=self.background)
         n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
@@ -319,17 +353,20 @@ class Evaluator:
         options = {key: static[key] for key in ("thresholds", "legacy_asformer_end")}
         return {"tables": tuple(tables.items()), "options": tuple(options.items())}
 
-    def _count_bins(self, targets, predictions, lengths, bound) -> int:
+    def _count_bins(self, names, targets, predictions, lengths, bound) -> int:
         """The static number of class counts of phase 2b: more than any valid label of the
         batch ``[B, T]`` (at most ``bound``), ``num_classes`` and the classes seen so far.
 
         At least 128, so that labels from lists and from padded batches share one program. A
         bound from the padding (a large sentinel, or a negative one) is replaced by the largest
-        valid label; negative valid labels are reported after phase 2b.
+        valid label; negative valid labels are reported after phase 2b, labels from the
+        limit of :meth:`_label_limit` on here (before any table is sized by them).
         """
         if bound >= _COUNT_BINS_FROM_BOUND:
             valid = np.arange(targets.shape[1]) < lengths[: len(targets), None]
             bound = max(label_bound(targets[valid]), label_bound(predictions[valid]))
+            if bound >= self._label_limit():
+                self._check_batch_range(names, targets, predictions, lengths)
         largest = bound if bound <= _INT32.max else 0
         classes = max(self.num_classes or 1, self._class_counts.shape[1], largest + 1)
         return bucket(classes, minimum=128)
@@ -428,6 +465,10 @@ class Evaluator:
         bound = largest_label(targets, predictions)
         return self._buffers.fill_videos(names, targets, predictions, bound)
 
+    def _label_limit(self) -> int:
+        """One more than the largest label this Evaluator accepts."""
+        return self.num_classes or _MAX_CLASSES
+
     def _check_range(self, names, low, high):
         for side, what in enumerate(("targets", "predictions")):
             bad = np.flatnonzero(low[side] < 0)
@@ -435,13 +476,31 @@ class Evaluator:
                 raise ValueError(
                     f"{names[bad[0]]}: {what} hold a negative label ({low[side][bad[0]]})."
                 )
+            bad = np.flatnonzero(high[side] >= self._label_limit())
+            if not bad.size:
+                continue
+            label = high[side][bad[0]]
             if self.num_classes is not None:
-                bad = np.flatnonzero(high[side] >= self.num_classes)
-                if bad.size:
-                    raise ValueError(
-                        f"{names[bad[0]]}: {what} hold label {high[side][bad[0]]}, outside "
-                        f"[0, num_classes={self.num_classes})."
-                    )
+                raise ValueError(
+                    f"{names[bad[0]]}: {what} hold label {label}, outside "
+                    f"[0, num_classes={self.num_classes})."
+                )
+            raise ValueError(
+                f"{names[bad[0]]}: {what} hold label {label}; the Evaluator counts frames per "
+                f"class in tables of (largest label + 1) entries and takes labels below "
+                f"2**20 = {_MAX_CLASSES}. Relabel the classes to 0..C-1 (e.g. "
+                "np.unique(..., return_inverse=True))."
+            )
+
+    def _check_batch_range(self, names, targets, predictions, lengths) -> None:
+        """:meth:`_check_range` of the valid frames of a padded batch, video by video."""
+        ranges = [
+            (side[:n].min(), side[:n].max())
+            for t, p, n in zip(targets, predictions, lengths)
+            for side in (t, p)
+        ]
+        low, high = np.array(ranges, np.int64).T.reshape(2, -1, 2).transpose(0, 2, 1)
+        self._check_range(names, low, high)
 
     def _grow_class_counts(self, labels_seen: int) -> int:
         size = max(self.num_classes or labels_seen, labels_seen, self._class_counts.shape[1])

@@ -13,15 +13,16 @@ from jaxseg._src.segments import pack_frame_flags
 AVERAGES = ("micro", "macro", "weighted", "none")
 
 
-def _frame_inputs(targets, predictions, mask):
+def _frame_inputs(targets, predictions, mask, ignore_index):
     targets, predictions = checks.label_pair(targets, predictions)
     mask = checks.as_mask(mask, targets.shape)
+    mask = checks.without_ignored(targets, mask, checks.static_ignore_index(ignore_index))
     if mask is None:
         mask = jnp.ones(targets.shape, jnp.bool_)
     return targets, predictions, mask
 
 
-def accuracy(targets, predictions, *, mask=None) -> jax.Array:
+def accuracy(targets, predictions, *, mask=None, ignore_index=None) -> jax.Array:
     """Frame accuracy (mean over frames, "MoF") of each sequence.
 
     ``accuracy = #{valid t : predictions[t] == targets[t]} / #{valid t}``
@@ -30,6 +31,8 @@ def accuracy(targets, predictions, *, mask=None) -> jax.Array:
       targets: integer ``[..., T]`` true labels.
       predictions: integer ``[..., T]`` predicted labels.
       mask: optional bool ``[..., T]``, True = valid frame.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (PyTorch-style padding such as -100, or 255).
 
     Returns:
       float32 ``[...]`` in [0, 1]; NaN for a sequence without valid frames. Background frames
@@ -38,11 +41,13 @@ def accuracy(targets, predictions, *, mask=None) -> jax.Array:
 
     >>> float(accuracy([0, 1, 1, 2], [0, 1, 2, 2]))
     0.75
+    >>> float(accuracy([0, 1, -100, -100], [0, 2, 0, 0], ignore_index=-100))
+    0.5
 
     References:
       Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
     """
-    targets, predictions, mask = _frame_inputs(targets, predictions, mask)
+    targets, predictions, mask = _frame_inputs(targets, predictions, mask, ignore_index)
     correct, frames = lift(_correct_and_valid_frames, (targets, predictions, mask), (1, 1, 1))
     return safe_divide(correct.astype(jnp.float32), frames.astype(jnp.float32), jnp.nan)
 
@@ -62,7 +67,9 @@ def _correct_and_valid_frames(targets, predictions, mask):
     return count_set_bits(correct), count_set_bits(valid)
 
 
-def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:
+def confusion_matrix(
+    targets, predictions, *, num_classes: int, mask=None, ignore_index=None
+) -> jax.Array:
     """Confusion matrix of each sequence: ``cm[i, j]`` = frames of class i predicted as j.
 
     Args:
@@ -70,6 +77,8 @@ def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> ja
       predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
       num_classes: static number of classes C.
       mask: optional bool ``[..., T]``, True = valid frame.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (PyTorch-style padding such as -100, or 255).
 
     Returns:
       int32 ``[..., C, C]``, rows = targets, columns = predictions (as scikit-learn). Labels
@@ -81,7 +90,7 @@ def confusion_matrix(targets, predictions, *, num_classes: int, mask=None) -> ja
     [[1, 0], [1, 1]]
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
-    targets, predictions, mask = _frame_inputs(targets, predictions, mask)
+    targets, predictions, mask = _frame_inputs(targets, predictions, mask, ignore_index)
 
     def one(t, p, m):
         return count_pairs(t, p, m.astype(jnp.int32), num_classes)
@@ -150,9 +159,11 @@ def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
     return _average(per_class, support, jnp.sum(tp, -1), jnp.sum(support, -1), average)
 
 
-def _score(score, targets, predictions, num_classes, mask, average):
+def _score(score, targets, predictions, num_classes, mask, average, ignore_index):
     average = checks.static_choice("average", average, AVERAGES)
-    cm = confusion_matrix(targets, predictions, num_classes=num_classes, mask=mask)
+    cm = confusion_matrix(
+        targets, predictions, num_classes=num_classes, mask=mask, ignore_index=ignore_index
+    )
     return scores_from_confusion(cm, score, average)
 
 
@@ -167,6 +178,8 @@ _AVERAGE_DOC = """
       predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
       num_classes: static number of classes C.
       mask: optional bool ``[..., T]``, True = valid frame.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (PyTorch-style padding such as -100, or 255).
       average: static; ``"none"``: per class ``[..., C]``; ``"macro"``: mean over the defined
         classes; ``"weighted"``: mean weighted by target frames (support); ``"micro"``: from
         pooled counts, which for single-label frames equals accuracy.
@@ -176,16 +189,22 @@ _AVERAGE_DOC = """
 """
 
 
-def precision(targets, predictions, *, num_classes: int, mask=None, average="macro"):
-    return _score("precision", targets, predictions, num_classes, mask, average)
+def precision(
+    targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
+):
+    return _score("precision", targets, predictions, num_classes, mask, average, ignore_index)
 
 
-def recall(targets, predictions, *, num_classes: int, mask=None, average="macro"):
-    return _score("recall", targets, predictions, num_classes, mask, average)
+def recall(
+    targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
+):
+    return _score("recall", targets, predictions, num_classes, mask, average, ignore_index)
 
 
-def f1_score(targets, predictions, *, num_classes: int, mask=None, average="macro"):
-    return _score("f1", targets, predictions, num_classes, mask, average)
+def f1_score(
+    targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
+):
+    return _score("f1", targets, predictions, num_classes, mask, average, ignore_index)
 
 
 precision.__doc__ = (
@@ -217,7 +236,9 @@ f1_score.__doc__ = (
 )
 
 
-def class_accuracy(targets, predictions, *, num_classes: int, mask=None) -> jax.Array:
+def class_accuracy(
+    targets, predictions, *, num_classes: int, mask=None, ignore_index=None
+) -> jax.Array:
     """Per-class accuracy: the fraction of each class's frames predicted correctly.
 
     This is per-class recall, ``cm[c, c] / sum_j cm[c, j]``. A class absent from both targets
@@ -230,6 +251,8 @@ def class_accuracy(targets, predictions, *, num_classes: int, mask=None) -> jax.
       predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
       num_classes: static number of classes C.
       mask: optional bool ``[..., T]``, True = valid frame.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (PyTorch-style padding such as -100, or 255).
 
     Returns:
       float32 ``[..., C]`` in [0, 1] or NaN.
@@ -237,4 +260,4 @@ def class_accuracy(targets, predictions, *, num_classes: int, mask=None) -> jax.
     >>> class_accuracy([0, 0, 1, 1], [0, 2, 1, 1], num_classes=4).tolist()
     [0.5, 1.0, 0.0, nan]
     """
-    return _score("recall", targets, predictions, num_classes, mask, "none")
+    return _score("recall", targets, predictions, num_classes, mask, "none", ignore_index)

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxseg._src import checks
 
 
-def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1):
+def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index=None):
     """Validates ``logits [..., *E, C]``, ``labels [..., *E]`` and ``mask [..., *E]``.
 
     ``event_ndim`` is the number of per-example axes before the class axis (1 for ``[T]``, 2 for
-    ``[H, W]``). Returns ``(logits, labels, mask)`` with ``mask`` all True when ``None``.
+    ``[H, W]``). Returns ``(logits, labels, mask, invalid)``: ``mask`` without the frames whose
+    label is ``ignore_index`` and without frames whose label lies outside ``[0, C)``, and
+    ``invalid`` bool ``[...]``, True for an example with such an out-of-range label on a valid
+    frame (pass it to :func:`nan_where_invalid`). Concrete labels of that kind raise
+    ``ValueError`` here instead.
     """
     logits = checks.as_float("logits", logits)
     if logits.ndim < event_ndim + 1:
@@ -24,9 +29,57 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1):
             f"labels must have shape logits.shape[:-1] = {logits.shape[:-1]}, got {labels.shape}."
         )
     mask = checks.as_mask(mask, labels.shape)
+    mask, invalid = labels_in_range(
+        labels, mask, logits.shape[-1], ignore_index=ignore_index, event_ndim=event_ndim
+    )
+    return logits, labels, mask, invalid
+
+
+def labels_in_range(labels, mask, num_classes: int, *, ignore_index=None, event_ndim: int = 1):
+    """The frames of ``labels [..., *E]`` a loss reads, and the examples it cannot score.
+
+    Returns ``(mask, invalid)``: bool ``[..., *E]``, ``mask`` (None = all valid) without the
+    ``ignore_index`` frames and without the labels outside ``[0, num_classes)``; bool ``[...]``
+    ``invalid``, True where such an out-of-range label sits on a valid, not ignored frame.
+    Concrete (not traced) labels of that kind raise ``ValueError`` instead.
+    """
+    ignore_index = checks.static_ignore_index(ignore_index)
+    mask = checks.without_ignored(labels, mask, ignore_index)
     if mask is None:
         mask = jnp.ones(labels.shape, jnp.bool_)
-    return logits, labels, mask
+    outside = mask & ~checks.in_label_range(labels, num_classes)
+    _reject_concrete(labels, outside, num_classes, ignore_index)
+    invalid = jnp.any(outside, axis=tuple(range(labels.ndim - event_ndim, labels.ndim)))
+    return mask & ~outside, invalid
+
+
+def _reject_concrete(labels, outside, num_classes: int, ignore_index) -> None:
+    """Raises ``ValueError`` naming the first valid label outside ``[0, C)`` when the labels
+    are concrete (not traced); traced labels are flagged by ``invalid`` instead."""
+    if isinstance(labels, jax.core.Tracer) or isinstance(outside, jax.core.Tracer):
+        return
+    outside = np.asarray(outside)
+    if not outside.any():
+        return
+    where = tuple(int(i) for i in np.argwhere(outside)[0])
+    hint = (
+        "pass ignore_index=<padding label> (e.g. -100) or a mask to leave padding frames out"
+        if ignore_index is None
+        else f"only frames labelled ignore_index={ignore_index} are left out"
+    )
+    raise ValueError(
+        f"labels{list(where)} = {int(np.asarray(labels)[where])} lies outside [0, {num_classes}) "
+        f"(the classes of logits' last axis) on a valid frame; {hint}."
+    )
+
+
+def nan_where_invalid(loss, invalid):
+    """``loss`` with NaN for the examples flagged ``invalid`` by :func:`logits_and_labels`.
+
+    Their out-of-range frames were already masked, so the loss and its gradient are computed
+    on in-range labels only and the gradient stays finite (zero for a NaN example).
+    """
+    return jnp.where(invalid, jnp.nan, loss)
 
 
 def compute_dtype(*arrays):

@@ -74,6 +74,39 @@ def round_up(n: int, multiple: int = 1) -> int:
     return -(-n // step) * step
 
 
+def length_groups(lengths, *, waste: int) -> list[np.ndarray]:
+    """Groups videos so that padding each group to its longest video adds at most ``waste``
+    frames: the memory of an evaluation follows its data.
+
+    Videos are taken longest first; a group grows while ``videos x longest - frames`` (its
+    padding) stays within ``waste``. One long video among short ones thus gets a batch of
+    its own instead of making every short video as long (27 videos of a few hundred frames
+    and one of 20 M frames: 28 x 20 M padded frames in one batch), while a dataset of
+    similar lengths stays one batch, one compiled shape.
+
+    Args:
+      lengths: int ``[N]`` frames of each video.
+      waste: padded frames a group may add to its data.
+
+    Returns:
+      index arrays, one per group, each in increasing order; together a partition of
+      ``range(N)``, the group of the longest video first.
+
+    >>> [g.tolist() for g in length_groups([300, 20_000_000, 250, 400], waste=1 << 23)]
+    [[1], [0, 2, 3]]
+    """
+    lengths = np.asarray(lengths, np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    groups, start = [], 0
+    while start < len(order):
+        rest = lengths[order[start:]]
+        padding = np.arange(1, len(rest) + 1) * rest[0] - np.cumsum(rest)
+        size = int(np.searchsorted(padding, waste, side="right"))  # padding never decreases
+        groups.append(np.sort(order[start : start + size]))
+        start += size
+    return groups
+
+
 _UNSIGNED = {np.dtype(f"i{size}"): np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 _LARGEST = np.maximum.reduce
 

@@ -81,7 +81,8 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
     ``update(state, targets, predictions, *, mask=None)`` takes label maps of any shape;
     ``compute`` returns ``pixel_accuracy``, ``iou`` ``[C]``, ``miou``, ``dice`` ``[C]``,
     ``mdice`` (absent classes NaN and excluded from the means), ``confusion`` ``[C, C]``
-    and ``extended_confusion`` ``[C + 1, C + 1]`` (row / column C: labels outside [0, C)).
+    and ``extended_confusion`` ``[C + 1, C + 1]`` (row / column C: labels outside [0, C)),
+    as exact integer counts (int32, -1 past it; see ``jaxseg.streaming.segmentation``).
 
     Args:
       num_classes: static number of classes C. As mmsegmentation, a prediction outside
@@ -121,8 +122,8 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
             "miou": iou.mean,
             "dice": dice_.per_class,
             "mdice": dice_.mean,
-            "confusion": confusion[:num_classes, :num_classes],
-            "extended_confusion": confusion,
+            "confusion": counting.to_integer(state.confusion)[:num_classes, :num_classes],
+            "extended_confusion": counting.to_integer(state.confusion),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -172,7 +173,7 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
         rows = counting.to_float(state.rows)
         return {
             "accuracy": safe_divide(counting.to_float(state.correct), rows, jnp.nan),
-            "rows": rows,
+            "rows": counting.to_integer(state.rows),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -252,7 +253,7 @@ def retrieval(
             "mean_reciprocal_rank": mean(1.0 / (rank + 1.0)),
             "mean_rank": mean(rank) + 1.0,
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
-            "queries": queries,
+            "queries": counting.to_integer(state.rank_histogram).sum(),
         }
 
     return Accumulator(init, update, merge_states, compute)

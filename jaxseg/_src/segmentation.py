@@ -204,6 +204,7 @@ def _statistics(
     max_target_segments,
     max_predicted_segments,
     legacy_asformer_end,
+    ignore_index=None,
 ) -> SegmentationStatistics:
     """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only).
 
@@ -213,6 +214,7 @@ def _statistics(
     """
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
+    mask = checks.without_ignored(targets, mask, checks.static_ignore_index(ignore_index))
     static = static_arguments(
         targets.shape[-1],
         overlaps or (1.0,),
@@ -267,6 +269,7 @@ def segmentation_statistics(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ) -> SegmentationStatistics:
     """Per-sequence sufficient statistics of accuracy, edit score and segmental F1.
 
@@ -289,6 +292,8 @@ def segmentation_statistics(
         above, or T when ``max_target_segments`` is given).
       legacy_asformer_end: static; if True the last segment ends one frame early when it
         reaches the end of the sequence, as in the ASFormer, DiffAct and ASRF scripts.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (ASRF's ``ignore_index``; segments on both sides of them can merge).
 
     Returns:
       :class:`SegmentationStatistics` of int32 arrays ``[...]`` (``[..., K]`` for tp/fp/fn).
@@ -306,6 +311,7 @@ def segmentation_statistics(
         max_target_segments,
         max_predicted_segments,
         legacy_asformer_end,
+        ignore_index,
     )
 
 
@@ -352,9 +358,11 @@ def _nan_if(overflow, value):
     return jnp.where(overflow, jnp.nan, value)
 
 
-def _counts(targets, predictions, mask, overlaps, background, capacities, legacy):
+def _counts(targets, predictions, mask, overlaps, background, capacities, legacy, ignore_index):
     """``(tp, fp, fn)`` float32 ``[..., K]`` of :func:`segmental_counts` (NaN on overflow)."""
-    stats = _statistics(targets, predictions, mask, overlaps, background, *capacities, legacy)
+    stats = _statistics(
+        targets, predictions, mask, overlaps, background, *capacities, legacy, ignore_index
+    )
     return tuple(_nan_if(stats.overflow, x.astype(jnp.float32)) for x in stats[5:8])
 
 
@@ -366,6 +374,7 @@ def edit_distance(
     background=(),
     max_target_segments=None,
     max_predicted_segments=None,
+    ignore_index=None,
 ) -> jax.Array:
     """Levenshtein distance between the segment label sequences.
 
@@ -387,6 +396,8 @@ def edit_distance(
         both capacities there (:func:`jaxseg.segments.count_segments`).
       max_predicted_segments: the same for the predictions (``None``: T when
         ``max_target_segments`` is given).
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (ASRF's ``ignore_index``, PyTorch-style padding such as -100).
 
     Returns:
       float32 ``[...]``, integer valued; NaN where a segment capacity overflowed.
@@ -399,7 +410,9 @@ def edit_distance(
       ECCV 2016.
     """
     capacities = (max_target_segments, max_predicted_segments)
-    stats = _statistics(targets, predictions, mask, None, background, *capacities, False)
+    stats = _statistics(
+        targets, predictions, mask, None, background, *capacities, False, ignore_index
+    )
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
 
@@ -411,6 +424,7 @@ def edit_score(
     background=(),
     max_target_segments=None,
     max_predicted_segments=None,
+    ignore_index=None,
 ) -> jax.Array:
     """Segmental edit score: ``1 - D / max(|P|, |Y|)`` per sequence.
 
@@ -418,8 +432,8 @@ def edit_score(
     segments. The dataset-level edit score of MS-TCN is the mean of these values over videos.
 
     Args:
-      targets, predictions, mask, background, max_target_segments, max_predicted_segments:
-        as in :func:`edit_distance`.
+      targets, predictions, mask, background, max_target_segments, max_predicted_segments,
+        ignore_index: as in :func:`edit_distance`.
 
     Returns:
       float32 ``[...]`` in [0, 1]; 1.0 when neither sequence has a segment (MS-TCN's
@@ -434,7 +448,9 @@ def edit_score(
       ECCV 2016; Abu Farha & Gall, MS-TCN, CVPR 2019 (``eval.py``).
     """
     capacities = (max_target_segments, max_predicted_segments)
-    stats = _statistics(targets, predictions, mask, None, background, *capacities, False)
+    stats = _statistics(
+        targets, predictions, mask, None, background, *capacities, False, ignore_index
+    )
     score = edit_score_from_distance(
         stats.edit_distance, stats.target_segments, stats.predicted_segments
     )
@@ -451,6 +467,7 @@ def segmental_counts(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ):
     """Segmental true positives, false positives and false negatives.
 
@@ -461,8 +478,8 @@ def segmental_counts(
     whose targets have no segment counts every prediction as FP (MS-TCN raises there).
 
     Args:
-      targets, predictions, mask, background, max_target_segments, max_predicted_segments:
-        as in :func:`edit_distance`.
+      targets, predictions, mask, background, max_target_segments, max_predicted_segments,
+        ignore_index: as in :func:`edit_distance`.
       overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
         (0.1, 0.25, 0.5, ...) so that ``IoU >= tau`` is decided exactly on integers.
       legacy_asformer_end: static; reproduce ASFormer/DiffAct/ASRF, whose last segment (if
@@ -482,7 +499,14 @@ def segmental_counts(
     """
     capacities = (max_target_segments, max_predicted_segments)
     return _counts(
-        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+        targets,
+        predictions,
+        mask,
+        overlaps,
+        background,
+        capacities,
+        legacy_asformer_end,
+        ignore_index,
     )
 
 
@@ -496,6 +520,7 @@ def segmental_precision(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ):
     """Segmental precision@tau of each sequence: ``tp / (tp + fp)``.
 
@@ -505,7 +530,8 @@ def segmental_precision(
 
     Args:
       targets, predictions, overlaps, mask, background, max_target_segments,
-        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
+        max_predicted_segments, legacy_asformer_end, ignore_index: as in
+        :func:`segmental_counts`.
 
     Returns:
       float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fp`` is 0 (MS-TCN's ``nan_to_num``);
@@ -520,7 +546,14 @@ def segmental_precision(
     """
     capacities = (max_target_segments, max_predicted_segments)
     counts = _counts(
-        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+        targets,
+        predictions,
+        mask,
+        overlaps,
+        background,
+        capacities,
+        legacy_asformer_end,
+        ignore_index,
     )
     return precision_recall_f1(*counts)[0]
 
@@ -535,6 +568,7 @@ def segmental_recall(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ):
     """Segmental recall@tau of each sequence: ``tp / (tp + fn)``.
 
@@ -543,7 +577,8 @@ def segmental_recall(
 
     Args:
       targets, predictions, overlaps, mask, background, max_target_segments,
-        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
+        max_predicted_segments, legacy_asformer_end, ignore_index: as in
+        :func:`segmental_counts`.
 
     Returns:
       float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fn`` is 0; NaN where a segment capacity
@@ -558,7 +593,14 @@ def segmental_recall(
     """
     capacities = (max_target_segments, max_predicted_segments)
     counts = _counts(
-        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+        targets,
+        predictions,
+        mask,
+        overlaps,
+        background,
+        capacities,
+        legacy_asformer_end,
+        ignore_index,
     )
     return precision_recall_f1(*counts)[1]
 
@@ -573,6 +615,7 @@ def segmental_f1(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ):
     """Segmental F1@tau of each sequence: ``2 tp / (2 tp + fp + fn)``.
 
@@ -581,7 +624,8 @@ def segmental_f1(
 
     Args:
       targets, predictions, overlaps, mask, background, max_target_segments,
-        max_predicted_segments, legacy_asformer_end: as in :func:`segmental_counts`.
+        max_predicted_segments, legacy_asformer_end, ignore_index: as in
+        :func:`segmental_counts`.
 
     Returns:
       float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0; NaN where a segment
@@ -596,6 +640,13 @@ def segmental_f1(
     """
     capacities = (max_target_segments, max_predicted_segments)
     counts = _counts(
-        targets, predictions, mask, overlaps, background, capacities, legacy_asformer_end
+        targets,
+        predictions,
+        mask,
+        overlaps,
+        background,
+        capacities,
+        legacy_asformer_end,
+        ignore_index,
     )
     return precision_recall_f1(*counts)[2]

@@ -15,7 +15,13 @@ from jaxseg._src.capacity import (
     sequence_loss,
     switch_capacity,
 )
-from jaxseg._src.loss_utils import compact_frames, logits_and_labels, probabilities
+from jaxseg._src.loss_utils import (
+    compact_frames,
+    labels_in_range,
+    logits_and_labels,
+    nan_where_invalid,
+    probabilities,
+)
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segments import is_background, segments_of
 
@@ -101,6 +107,7 @@ def soft_edit_loss(
     max_segments=None,
     stride=1,
     backward="custom",
+    ignore_index=None,
 ) -> jax.Array:
     r"""Soft segmental edit distance between frame-wise class probabilities and labels.
 
@@ -148,11 +155,16 @@ def soft_edit_loss(
         segments are approximated (several correct starts in one window count as one
         match plus deletions). Default 1 (the frame-level recursion above).
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
+      ignore_index: optional static int: frames whose label equals it are removed like
+        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
+        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
+        that sequence's loss NaN (with zero gradient).
 
     Returns:
       float32 ``[...]``, one loss per sequence, ≥ 0 up to the entropic bias (about
       ``-γ log 3`` per DP step at worst); NaN where the labels have more segments than
-      ``max_segments``. A sequence without valid frames has loss 0.
+      ``max_segments`` or a valid label lies outside ``[0, C)``. A sequence without valid
+      frames has loss 0.
 
     >>> logits = 20.0 * jax.nn.one_hot(jnp.array([1, 1, 2, 1, 1]), 3)
     >>> labels = jnp.array([1, 1, 1, 1, 1])
@@ -163,7 +175,9 @@ def soft_edit_loss(
       Abu Farha & Gall, MS-TCN, CVPR 2019 (the edit score); Lea et al., ECCV 2016;
       Mensch & Blondel, Differentiable Dynamic Programming, ICML 2018 (smoothed min).
     """
-    logits, labels, mask = logits_and_labels(logits, labels, mask)
+    logits, labels, mask, invalid = logits_and_labels(
+        logits, labels, mask, ignore_index=ignore_index
+    )
     background = checks.static_labels("background", background)
     normalize = checks.static_choice("normalize", normalize, ("target", "max"))
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
@@ -198,7 +212,7 @@ def soft_edit_loss(
         loss = sequence_loss(
             one, capacity, rows, others, count_bound=count_bound, bytes_per_sequence=dp_bytes
         )
-    return jnp.reshape(loss, batch_shape)
+    return nan_where_invalid(jnp.reshape(loss, batch_shape), invalid)
 
 
 def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):
@@ -212,7 +226,7 @@ def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):
 
 
 def soft_levenshtein(
-    logits, labels, *, mask=None, label_mask=None, gamma=0.1, backward="custom"
+    logits, labels, *, mask=None, label_mask=None, gamma=0.1, backward="custom", ignore_index=None
 ) -> jax.Array:
     r"""Soft Levenshtein distance between a sequence of symbol distributions and a label sequence.
 
@@ -235,10 +249,15 @@ def soft_levenshtein(
       label_mask: optional bool ``[..., M]``, True = a valid target symbol.
       gamma: float scalar > 0, the temperature (may be traced). Default 0.1.
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
+      ignore_index: optional static int: target symbols equal to it are removed like masked
+        ones (PyTorch-style padding such as -100). Any other symbol outside ``[0, C)`` that
+        is valid raises ``ValueError`` when the labels are concrete; traced, it makes that
+        sequence's distance NaN (with zero gradient).
 
     Returns:
       float32 ``[...]``, the soft distance (not normalised), in
-      ``[-γ log(3) (N + M), N + M]``; equal to the Levenshtein distance up to ``O(γ)``.
+      ``[-γ log(3) (N + M), N + M]``; equal to the Levenshtein distance up to ``O(γ)``; NaN
+      where a valid target symbol lies outside ``[0, C)``.
 
     >>> logits = 20.0 * jax.nn.one_hot(jnp.array([0, 1, 2]), 4)
     >>> round(float(soft_levenshtein(logits, jnp.array([0, 2, 3]), gamma=0.01)), 1)
@@ -258,7 +277,9 @@ def soft_levenshtein(
     mask = checks.as_mask(mask, logits.shape[:-1])
     label_mask = checks.as_mask(label_mask, labels.shape, name="label_mask")
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
-    label_mask = jnp.ones(labels.shape, jnp.bool_) if label_mask is None else label_mask
+    label_mask, invalid = labels_in_range(
+        labels, label_mask, logits.shape[-1], ignore_index=ignore_index
+    )
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
     gamma = jnp.asarray(gamma, jnp.float32)
 
@@ -267,4 +288,5 @@ def soft_levenshtein(
             probabilities(x), y, valid, label_valid, gamma=gamma, backward=backward
         )
 
-    return lift(one, (logits, labels, mask, label_mask), (2, 1, 1, 1))
+    distance = lift(one, (logits, labels, mask, label_mask), (2, 1, 1, 1))
+    return nan_where_invalid(distance, invalid)

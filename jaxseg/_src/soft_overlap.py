@@ -19,7 +19,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
-from jaxseg._src.loss_utils import logits_and_labels, probabilities
+from jaxseg._src.loss_utils import logits_and_labels, nan_where_invalid, probabilities
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import cumulative_count, stable_order
 
@@ -35,16 +35,19 @@ def _flat_example(logits, labels, mask, event_ndim):
     return jnp.where(valid, probs, 0.0), jnp.where(valid, onehot, 0.0)
 
 
-def _lift_example(fn, logits, labels, mask, event_ndim, classes):
+def _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index):
     """Validates the arguments and maps ``fn(probs [F, C], onehot [F, C])`` over examples."""
     event_ndim = checks.static_int("event_ndim", event_ndim, minimum=1)
-    logits, labels, mask = logits_and_labels(logits, labels, mask, event_ndim=event_ndim)
+    logits, labels, mask, invalid = logits_and_labels(
+        logits, labels, mask, event_ndim=event_ndim, ignore_index=ignore_index
+    )
     checks.static_choice("classes", classes, _CLASSES)
 
     def one(x, y, valid):
         return fn(*_flat_example(x, y, valid, event_ndim))
 
-    return lift(one, (logits, labels, mask), (event_ndim + 1, event_ndim, event_ndim))
+    loss = lift(one, (logits, labels, mask), (event_ndim + 1, event_ndim, event_ndim))
+    return nan_where_invalid(loss, invalid)
 
 
 def _class_mean(loss_per_class, present, classes):
@@ -82,11 +85,15 @@ _COMMON_ARGS = """logits: float ``[..., T, C]`` (or ``[..., H, W, C]`` with ``ev
         unnormalised scores; softmax over the last axis inside, in float32.
       labels: integer ``[..., T]`` (or ``[..., H, W]``) labels in ``[0, C)``.
       mask: optional bool, the shape of ``labels``, True = valid; masked positions are removed
-        (their probabilities and labels are zeroed before any sum) and get zero gradient."""
+        (their probabilities and labels are zeroed before any sum) and get zero gradient.
+      ignore_index: optional static int: positions whose label equals it are removed like
+        masked ones (PyTorch-style padding such as -100, or 255). Any other label outside
+        ``[0, C)`` on a valid position raises ``ValueError`` when the labels are concrete;
+        traced, it makes that example's loss NaN (with zero gradient)."""
 
 
 def soft_jaccard_loss(
-    logits, labels, *, mask=None, smooth=0.0, classes="present", event_ndim=1
+    logits, labels, *, mask=None, smooth=0.0, classes="present", event_ndim=1, ignore_index=None
 ) -> jax.Array:
     r"""Soft Jaccard (IoU) loss, per example, averaged over classes.
 
@@ -121,11 +128,19 @@ def soft_jaccard_loss(
         per_class = _ratio_loss(inter, pred + target - inter, smooth)
         return _class_mean(per_class, target > 0, classes)
 
-    return _lift_example(fn, logits, labels, mask, event_ndim, classes)
+    return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
 def soft_dice_loss(
-    logits, labels, *, mask=None, smooth=0.0, form="sorensen", classes="present", event_ndim=1
+    logits,
+    labels,
+    *,
+    mask=None,
+    smooth=0.0,
+    form="sorensen",
+    classes="present",
+    event_ndim=1,
+    ignore_index=None,
 ) -> jax.Array:
     r"""Soft Dice loss, per example, averaged over classes.
 
@@ -165,11 +180,20 @@ def soft_dice_loss(
         per_class = _ratio_loss(2.0 * inter, pred + target, smooth)
         return _class_mean(per_class, jnp.sum(onehot, axis=0) > 0, classes)
 
-    return _lift_example(fn, logits, labels, mask, event_ndim, classes)
+    return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
 def tversky_loss(
-    logits, labels, *, mask=None, alpha=0.5, beta=0.5, smooth=0.0, classes="present", event_ndim=1
+    logits,
+    labels,
+    *,
+    mask=None,
+    alpha=0.5,
+    beta=0.5,
+    smooth=0.0,
+    classes="present",
+    event_ndim=1,
+    ignore_index=None,
 ) -> jax.Array:
     r"""Tversky loss, per example, averaged over classes.
 
@@ -204,10 +228,12 @@ def tversky_loss(
         per_class = _ratio_loss(inter, denominator, smooth)
         return _class_mean(per_class, target > 0, classes)
 
-    return _lift_example(fn, logits, labels, mask, event_ndim, classes)
+    return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
-def generalized_dice_loss(logits, labels, *, mask=None, smooth=0.0, event_ndim=1) -> jax.Array:
+def generalized_dice_loss(
+    logits, labels, *, mask=None, smooth=0.0, event_ndim=1, ignore_index=None
+) -> jax.Array:
     r"""Generalised Dice loss (Sudre et al.), per example.
 
     .. math::
@@ -243,7 +269,7 @@ def generalized_dice_loss(logits, labels, *, mask=None, smooth=0.0, event_ndim=1
         denominator = jnp.sum(weights * (pred + target))
         return 1.0 - safe_divide(numerator + smooth, denominator + smooth, fill=1.0)
 
-    return _lift_example(fn, logits, labels, mask, event_ndim, "all")
+    return _lift_example(fn, logits, labels, mask, event_ndim, "all", ignore_index)
 
 
 _ONE_BITS = 0x3F800000  # float32 1.0: errors in [0, 1] have bit patterns in [0, 2**30)
@@ -382,7 +408,9 @@ def _lovasz_per_class(errors, foreground, present):
     return jnp.sum(errors * lax.stop_gradient(weights), axis=1)
 
 
-def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_ndim=1) -> jax.Array:
+def lovasz_softmax_loss(
+    logits, labels, *, mask=None, classes="present", event_ndim=1, ignore_index=None
+) -> jax.Array:
     r"""Lovász-Softmax loss: the Lovász extension of 1 − IoU, per example, averaged over classes.
 
     For class ``c``, the errors ``e_i = |g_{ic} - p_{ic}|`` over valid positions, sorted in
@@ -415,7 +443,9 @@ def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_n
     """
 
     event_ndim = checks.static_int("event_ndim", event_ndim, minimum=1)
-    logits, labels, mask = logits_and_labels(logits, labels, mask, event_ndim=event_ndim)
+    logits, labels, mask, invalid = logits_and_labels(
+        logits, labels, mask, event_ndim=event_ndim, ignore_index=ignore_index
+    )
     checks.static_choice("classes", classes, _CLASSES)
     batch = labels.shape[: labels.ndim - event_ndim]
     num_classes = logits.shape[-1]
@@ -426,7 +456,7 @@ def lovasz_softmax_loss(logits, labels, *, mask=None, classes="present", event_n
     errors = jnp.where(valid, jnp.abs(foreground.astype(probs.dtype) - probs), 0.0)
     present = jnp.any(foreground, axis=1)
     per_class = _lovasz_per_class(errors, foreground, present)
-    return _class_mean(per_class, present, classes).reshape(batch)
+    return nan_where_invalid(_class_mean(per_class, present, classes).reshape(batch), invalid)
 
 
 for _fn in (

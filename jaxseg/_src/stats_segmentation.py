@@ -233,6 +233,78 @@ def class_metrics(stats: ClassStatistics, weights=None) -> dict:
 # --------------------------------------------------------------------------------------------
 # Host-side helpers for the Evaluator and the command line.
 # --------------------------------------------------------------------------------------------
+def _ratio64(numerator, denominator, fill):
+    """float64 ``numerator / denominator`` of exact integer totals, ``fill`` where 0/0."""
+    numerator = np.asarray(numerator, np.float64)
+    denominator = np.asarray(denominator, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / np.maximum(denominator, 1.0), fill)
+
+
+def dataset_metrics(statistics, class_stats=None) -> dict:
+    """:func:`segmentation_metrics` (and :func:`class_metrics`) of every video once, in
+    float64 on the host from exact int64 totals: the point estimates that the intervals and
+    comparisons report beside their float32 bootstrap replicates.
+
+    Args:
+      statistics: ``SegmentationStatistics`` of numpy or JAX arrays ``[N, ...]``.
+      class_stats: optional :class:`ClassStatistics` ``[N, C]`` of the same videos.
+
+    Returns:
+      dict of numpy float64 with the keys and degenerate values of
+      :func:`segmentation_metrics` (and :func:`class_metrics`).
+
+    >>> s = SegmentationStatistics(
+    ...     frames=np.array([6, 6]), correct=np.array([5, 5]), edit_distance=np.array([1, 1]),
+    ...     target_segments=np.array([3, 3]), predicted_segments=np.array([2, 2]),
+    ...     tp=np.array([[2], [2]]), fp=np.array([[0], [0]]), fn=np.array([[1], [1]]),
+    ...     overflow=np.array([False, False]))
+    >>> float(dataset_metrics(s)["accuracy"]) == 5 / 6
+    True
+    """
+    total = lambda x: np.sum(np.asarray(x, np.int64), axis=0)  # noqa: E731
+    frames = np.asarray(statistics.frames, np.int64)
+    longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
+    edit = 1.0 - _ratio64(statistics.edit_distance, longest, 0.0)
+    tp, fp, fn = total(statistics.tp), total(statistics.fp), total(statistics.fn)
+    segmental_valid = not np.any(statistics.overflow)
+    out = {
+        "accuracy": _ratio64(total(statistics.correct), total(frames), np.nan),
+        "edit": _ratio64(np.sum(edit[frames > 0]), np.sum(frames > 0), np.nan),
+        "precision": _ratio64(tp, tp + fp, 0.0),
+        "recall": _ratio64(tp, tp + fn, 0.0),
+        "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
+    }
+    if not segmental_valid:
+        out.update({k: np.full_like(out[k], np.nan) for k in ("edit", *SCORES)})
+    if class_stats is not None:
+        support, predicted = total(class_stats.support), total(class_stats.predicted)
+        present = (support > 0) | (predicted > 0)
+        accuracy = np.where(present, _ratio64(total(class_stats.correct), support, 0.0), np.nan)
+        out["class_accuracy"] = accuracy
+        out["mean_class_accuracy"] = _ratio64(np.nansum(accuracy), np.sum(present), np.nan)
+    return out
+
+
+def _around(lower, upper, point, ulps: int = 4):
+    """float64 ``(lower, upper)`` trees, an endpoint moved onto the float64 ``point`` where it
+    lies beyond it by at most ``ulps`` float32 ulps: the rounding of float32 replicates, not
+    the resampling, put it there (every replicate of 5/6 is the float32 0.83333331)."""
+
+    def slack(x):
+        return ulps * np.spacing(np.abs(x).astype(np.float32)).astype(np.float64)
+
+    def low(lo, x):
+        lo, x = np.asarray(lo, np.float64), np.asarray(x, np.float64)
+        return np.where((x < lo) & (lo - x <= slack(x)), x, lo)
+
+    def high(hi, x):
+        hi, x = np.asarray(hi, np.float64), np.asarray(x, np.float64)
+        return np.where((x > hi) & (x - hi <= slack(x)), x, hi)
+
+    return jax.tree_util.tree_map(low, lower, point), jax.tree_util.tree_map(high, upper, point)
+
+
 def _all_metrics(stats, weights):
     segmentation, classes = stats
     out = segmentation_metrics(segmentation, weights)
@@ -313,9 +385,12 @@ def segmentation_intervals(
 
     Returns:
       dict shaped like ``Evaluator.get()``'s metrics with ``(lower, upper)`` Python floats per
-      value: ``"accuracy"``, ``"edit"``, ``"precision"``/``"recall"``/``"f1"`` as
-      ``{tau: (lower, upper)}``; with ``class_stats`` also ``"mean_class_accuracy"`` and
-      ``"class_accuracy"`` (numpy float64 ``[C, 2]``).
+      value (the replicates are float32; an endpoint that their rounding alone puts beyond
+      the float64 point estimate of :func:`dataset_metrics` is moved onto it, so an interval
+      never excludes its own estimate for that reason): ``"accuracy"``, ``"edit"``,
+      ``"precision"``/``"recall"``/``"f1"`` as ``{tau: (lower, upper)}``; with
+      ``class_stats`` also ``"mean_class_accuracy"`` and ``"class_accuracy"`` (numpy float64
+      ``[C, 2]``).
 
     >>> n = 6  # videos of 4 frames and 2 segments, each correctly matched
     >>> s = SegmentationStatistics(
@@ -337,9 +412,8 @@ def segmentation_intervals(
         method=method,
         strata=strata,
     )
-    out = _by_metric(
-        tuple(overlaps), lambda lo, hi: (float(lo), float(hi)), result.lower, result.upper
-    )
+    lower, upper = _around(result.lower, result.upper, dataset_metrics(statistics, class_stats))
+    out = _by_metric(tuple(overlaps), lambda lo, hi: (float(lo), float(hi)), lower, upper)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
     return out
@@ -397,7 +471,10 @@ def segmentation_comparison(
     Returns:
       dict shaped like ``Evaluator.get()``'s metrics; each value is a dict of Python floats
       ``{"a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value"}``
-      (``class_accuracy``: numpy float64 ``[C, 7]`` in that column order).
+      (``class_accuracy``: numpy float64 ``[C, 7]`` in that column order). ``a``, ``b`` and
+      ``difference`` are float64 from exact counts (:func:`dataset_metrics`); the interval
+      comes from float32 replicates, widened as in :func:`segmentation_intervals` so that it
+      never excludes ``difference`` by their rounding alone.
 
     >>> n = 6  # videos of 4 frames and 2 segments, each correctly matched
     >>> a = SegmentationStatistics(
@@ -416,9 +493,9 @@ def segmentation_comparison(
     a = _on_device(statistics_a, class_stats_a)
     b = _on_device(statistics_b, class_stats_b)
     bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
-    n = a[0].frames.shape[0]
-    values_a = _all_metrics(a, jnp.ones(n, jnp.int32))
-    values_b = _all_metrics(b, jnp.ones(n, jnp.int32))
+    values_a = dataset_metrics(statistics_a, class_stats_a)
+    values_b = dataset_metrics(statistics_b, class_stats_b)
+    difference = jax.tree_util.tree_map(np.subtract, values_a, values_b)
     paired = _paired_bootstrap_test(
         a,
         b,
@@ -432,6 +509,7 @@ def segmentation_comparison(
     permuted = _permutation_test(
         a, b, _all_metrics, key=permutation_key, num_samples=num_samples, alternative=alternative
     )
+    lower, upper = _around(paired.lower, paired.upper, difference)
     fields = ("a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value")
 
     def leaf(*values):
@@ -442,9 +520,9 @@ def segmentation_comparison(
         leaf,
         values_a,
         values_b,
-        paired.difference,
-        paired.lower,
-        paired.upper,
+        difference,
+        lower,
+        upper,
         paired.p_value,
         permuted.p_value,
     )

@@ -131,7 +131,7 @@ def grounding(
             "miou": _mean(state.iou, queries),
             "map": per_threshold,
             "map_mean": jnp.mean(per_threshold),
-            "queries": counting.to_float(queries),
+            "queries": counting.to_integer(queries),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -199,7 +199,7 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
             "hit_at_1": _mean(state.hit, state.queries),
             "map": jnp.mean(ap, axis=-1),
             "ap": ap,
-            "queries": counting.to_float(state.queries),
+            "queries": counting.to_integer(state.queries),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -255,7 +255,7 @@ def moment_queries(
     def compute(state):
         return {
             "recall": counting.ratio(state.recalled, state.targets),
-            "targets": counting.to_float(state.targets),
+            "targets": counting.to_integer(state.targets),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -362,4 +362,5 @@ def _curve_from_histograms(state, capacity, max_average, at_index) -> dict:
     recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype))
     targets = _int32(state.targets)
     curve = curve_from_recalled(recalled, targets, num_videos, total, pcn, at_index, jnp.float32)
-    return {**curve._asdict(), "videos": num_videos, "targets": counting.to_float(state.targets)}
+    targets = counting.to_integer(state.targets)
+    return {**curve._asdict(), "videos": num_videos, "targets": targets}

@@ -79,17 +79,22 @@ def frame_results(confusion) -> dict:
     return results
 
 
-def frame_metrics(*, num_classes: int) -> Accumulator:
+def frame_metrics(*, num_classes: int, ignore_index=None) -> Accumulator:
     """Accumulator of the confusion-matrix metrics over a whole dataset.
 
     ``compute`` returns ``accuracy`` (pooled over frames), ``class_accuracy [C]``,
     ``mean_class_accuracy``, and ``precision``/``recall``/``f1`` as dicts over
     ``"micro"|"macro"|"weighted"|"none"`` (see :func:`jaxseg.metrics.precision`), plus
-    ``confusion`` (float32 ``[C, C]``) and ``out_of_range``, the number of valid frames with
-    a label outside ``[0, C)``: when it is not 0 every ratio is NaN.
+    ``confusion`` (exact integer counts ``[C, C]``) and ``out_of_range``, the number of valid
+    frames with a label outside ``[0, C)``: when it is not 0 every ratio is NaN. Counts are
+    int32 (int64 with ``jax_enable_x64``), exact; a count int32 cannot hold is -1
+    (``jaxseg.streaming.to_int(state.confusion)`` gives it exactly on the host). Ratios are
+    float32 (see :func:`segmentation` for float64 on the host).
 
     Args:
       num_classes: static number of classes C; labels must lie in ``[0, C)``.
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones (as in :func:`jaxseg.metrics.accuracy`).
 
     >>> acc = frame_metrics(num_classes=3)
     >>> state = acc.update(acc.init(), [[0, 1, 1, 2]], [[0, 1, 2, 2]])
@@ -97,13 +102,14 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
     0.75
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    ignore_index = checks.static_ignore_index(ignore_index)
 
     def init():
         return FrameState(counting.zeros((num_classes, num_classes)), counting.zeros())
 
     def update(state, targets, predictions, *, mask=None):
         targets, predictions = checks.label_pair(targets, predictions)
-        mask = checks.as_mask(mask, targets.shape)
+        mask = checks.without_ignored(targets, checks.as_mask(mask, targets.shape), ignore_index)
         confusion = pooled_confusion(targets, predictions, mask, num_classes)
         frames = targets.size if mask is None else jnp.sum(mask, dtype=jnp.int32)
         outside = frames - jnp.sum(confusion)
@@ -113,11 +119,12 @@ def frame_metrics(*, num_classes: int) -> Accumulator:
         )
 
     def compute(state):
-        confusion = counting.to_float(state.confusion)
-        out_of_range = counting.to_float(state.out_of_range)
+        out_of_range = counting.to_integer(state.out_of_range)
         results = jax.tree_util.tree_map(
-            lambda x: jnp.where(out_of_range > 0, jnp.nan, x), frame_results(confusion)
+            lambda x: jnp.where(out_of_range != 0, jnp.nan, x),
+            frame_results(counting.to_float(state.confusion)),
         )
+        confusion = counting.to_integer(state.confusion)
         return {**results, "confusion": confusion, "out_of_range": out_of_range}
 
     return Accumulator(init, update, merge_states, compute)
@@ -159,9 +166,10 @@ def _segmentation_results(state: SegmentationState) -> dict:
         "accuracy": counting.ratio(state.correct, state.frames),
         "edit": nan_if_overflow(edit),
         **dict(zip(SCORES, map(nan_if_overflow, precision_recall_f1(tp, fp, fn)))),
-        "videos": as_float(state.videos),
-        "frames": as_float(state.frames),
-        "overflow": as_float(state.overflow),
+        **{
+            name: counting.to_integer(getattr(state, name))
+            for name in ("videos", "frames", "tp", "fp", "fn", "overflow")
+        },
     }
 
 
@@ -173,6 +181,7 @@ def segmentation(
     max_target_segments=None,
     max_predicted_segments=None,
     legacy_asformer_end=False,
+    ignore_index=None,
 ) -> Accumulator:
     """Accumulator of the MS-TCN dataset metrics: accuracy, edit and segmental P/R/F1@tau.
 
@@ -191,13 +200,21 @@ def segmentation(
       max_target_segments: static capacity of target segment tables (``None``: T).
       max_predicted_segments: static capacity of predicted segment tables (``None``: T).
       legacy_asformer_end: static; reproduce ASFormer's last-segment end (F1 only).
+      ignore_index: optional static int: frames whose target equals it are removed like
+        masked ones before anything is counted (as in :func:`jaxseg.metrics.edit_score`).
 
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
-      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``), ``videos``,
-      ``frames`` and ``overflow`` (videos whose segment tables overflowed; when it is not 0,
-      ``edit`` and the segmental scores are NaN). Scores are fractions in [0, 1]; with no
-      data they are NaN (accuracy, edit) or 0 (segmental scores).
+      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``), and the
+      exact counts ``videos``, ``frames``, ``tp``/``fp``/``fn`` (``[K]``, summed over videos)
+      and ``overflow`` (videos whose segment tables overflowed; when it is not 0, ``edit``
+      and the segmental scores are NaN). Scores are fractions in [0, 1]; with no data they
+      are NaN (accuracy, edit) or 0 (segmental scores). Counts are int32 (int64 with
+      ``jax_enable_x64``) and exact: a count int32 cannot hold (2**31 frames or more) is -1,
+      never a rounded value, and ``jaxseg.streaming.to_int(state.frames)`` reads it exactly
+      on the host. A jitted ``compute`` cannot return float64 without ``jax_enable_x64``;
+      for float64 scores divide the exact counts on the host (``correct`` and ``edit_sum``
+      are in the state: ``to_int(state.correct) / to_int(state.frames)``).
 
     >>> acc = segmentation(overlaps=(0.5,), background=(0,))
     >>> state = acc.init()
@@ -211,6 +228,7 @@ def segmentation(
     background = checks.static_labels("background", background)
     num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
     frames_acc = None if num_classes is None else frame_metrics(num_classes=num_classes)
+    ignore_index = checks.static_ignore_index(ignore_index)
     options = dict(
         overlaps=overlaps,
         background=background,
@@ -225,6 +243,11 @@ def segmentation(
         return SegmentationState(*(zero,) * 6, *(per_threshold,) * 3, zero, frame)
 
     def update(state, targets, predictions, *, mask=None):
+        if ignore_index is not None:
+            targets, predictions = checks.label_pair(targets, predictions)
+            mask = checks.without_ignored(
+                targets, checks.as_mask(mask, targets.shape), ignore_index
+            )
         stats = segmentation_statistics(targets, predictions, mask=mask, **options)
         frame = state.frame
         if frames_acc is not None:

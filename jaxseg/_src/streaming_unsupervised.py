@@ -62,7 +62,10 @@ def _as_int32(count):
 
 
 def global_hungarian(
-    *, num_classes: int, num_clusters: int, protocol: str = "cte",
+    *,
+    num_classes: int,
+    num_clusters: int,
+    protocol: str = "cte",
     exclude_background: bool = False,
 ) -> Accumulator:
     """Accumulator of a global protocol's matching, MoF and IoU (CTE or ASOT "full").
@@ -77,8 +80,9 @@ def global_hungarian(
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`; ``compute`` gives the protocol's
       ``mof``, ``mof_bg``, ``iou``, ``iou_bg`` (CTE) or ``mof``, ``miou`` (ASOT), the
-      matching (``class_cluster``), ``table`` (float32) and ``videos``: equal to the function
-      on all the data at once, however it was split. F1 is not accumulated (see the module).
+      matching (``class_cluster``), ``table`` and ``videos`` (exact integer counts): equal to
+      the function on all the data at once, however it was split. F1 is not accumulated (see
+      the module).
 
     >>> acc = global_hungarian(num_classes=2, num_clusters=3)
     >>> state = acc.update(acc.init(), [[0, 0, 1]], [[2, 2, 0]])
@@ -115,8 +119,8 @@ def global_hungarian(
         return {
             **scores,
             "class_cluster": class_cluster,
-            "table": counting.to_float(state.table),
-            "videos": counting.to_float(state.videos),
+            "table": counting.to_integer(state.table),
+            "videos": counting.to_integer(state.videos),
         }
 
     return Accumulator(init, update, merge_states, compute)
@@ -182,6 +186,6 @@ def per_video_hungarian(
         defined = counting.to_float(state.defined)
         means = jnp.where(defined > 0, means / jnp.where(defined > 0, defined, 1), jnp.nan)
         out = {k: means[i] for i, k in enumerate(keys)}
-        return {**out, "videos": counting.to_float(state.videos)}
+        return {**out, "videos": counting.to_integer(state.videos)}
 
     return Accumulator(init, update, merge_states, compute)

@@ -13,6 +13,7 @@ from jaxseg._src.loss_utils import (
     compact_frames,
     compute_dtype,
     logits_and_labels,
+    nan_where_invalid,
     probabilities,
 )
 from jaxseg._src.numerics import safe_divide
@@ -20,7 +21,9 @@ from jaxseg._src.segments import count_of, segments_of
 from jaxseg._src.soft_edit import segment_starts
 
 
-def smoothing_loss(logits, labels=None, *, mask=None, threshold=4.0) -> jax.Array:
+def smoothing_loss(
+    logits, labels=None, *, mask=None, threshold=4.0, ignore_index=None
+) -> jax.Array:
     r"""MS-TCN's truncated mean squared error between adjacent frames' log-probabilities.
 
     .. math::
@@ -32,8 +35,10 @@ def smoothing_loss(logits, labels=None, *, mask=None, threshold=4.0) -> jax.Arra
 
     Args:
       logits: float ``[..., T, C]`` unnormalised scores.
-      labels: unused (accepted so that every loss has the same signature); may be ``None``.
+      labels: integer ``[..., T]`` or ``None``; used only to find ``ignore_index`` frames.
       mask: optional bool ``[..., T]``, True = valid frame.
+      ignore_index: optional static int: frames whose label equals it are removed like masked
+        ones (MS-TCN pads its labels with -100); needs ``labels``.
       threshold: float ``τ``; squared differences are truncated at ``τ²``. Default 4.
 
     Returns:
@@ -50,10 +55,14 @@ def smoothing_loss(logits, labels=None, *, mask=None, threshold=4.0) -> jax.Arra
       Abu Farha & Gall, MS-TCN, CVPR 2019 (the T-MSE term, weight 0.15 there).
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
+    mask = checks.as_mask(mask, logits.shape[:-1])
+    ignore_index = checks.static_ignore_index(ignore_index)
     if labels is not None:
         labels = checks.as_int_labels("labels", labels)
         checks.same_shape("labels", labels, "logits.shape[:-1]", logits[..., 0])
-    mask = checks.as_mask(mask, logits.shape[:-1])
+        mask = checks.without_ignored(labels, mask, ignore_index)
+    elif ignore_index is not None:
+        raise ValueError("smoothing_loss: ignore_index needs labels (got labels=None).")
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
 
     def one(x, valid):
@@ -70,7 +79,7 @@ def smoothing_loss(logits, labels=None, *, mask=None, threshold=4.0) -> jax.Arra
 
 
 def segment_start_penalty(
-    logits, labels, *, mask=None, background=(), normalize="target"
+    logits, labels, *, mask=None, background=(), normalize="target", ignore_index=None
 ) -> jax.Array:
     r"""Soft number of predicted segment starts (a total-variation penalty).
 
@@ -86,16 +95,23 @@ def segment_start_penalty(
       mask: optional bool ``[..., T]``, True = valid frame.
       background: static tuple of labels that form no segment.
       normalize: ``"target"`` or ``"none"``.
+      ignore_index: optional static int: frames whose label equals it are removed like
+        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
+        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
+        that sequence's loss NaN (with zero gradient).
 
     Returns:
-      float32 ``[...]``, ≥ 0; 0 for a sequence without valid frames.
+      float32 ``[...]``, ≥ 0; 0 for a sequence without valid frames; NaN where a valid label
+      lies outside ``[0, C)``.
 
     >>> logits = 20.0 * jax.nn.one_hot(jnp.array([1, 1, 2, 1, 0]), 3)
     >>> round(float(segment_start_penalty(logits, jnp.array([1, 1, 1, 1, 0]),
     ...                                   background=(0,))), 3)
     3.0
     """
-    logits, labels, mask = logits_and_labels(logits, labels, mask)
+    logits, labels, mask, invalid = logits_and_labels(
+        logits, labels, mask, ignore_index=ignore_index
+    )
     background = checks.static_labels("background", background)
     normalize = checks.static_choice("normalize", normalize, ("target", "none"))
 
@@ -108,11 +124,18 @@ def segment_start_penalty(
         count = count_of(y, n, background=background)
         return starts / jnp.maximum(count, 1).astype(starts.dtype)
 
-    return lift(one, (logits, labels, mask), (2, 1, 1))
+    return nan_where_invalid(lift(one, (logits, labels, mask), (2, 1, 1)), invalid)
 
 
 def ctc_transcript_loss(
-    logits, labels, *, mask=None, background=(), normalize="target", max_segments=None
+    logits,
+    labels,
+    *,
+    mask=None,
+    background=(),
+    normalize="target",
+    max_segments=None,
+    ignore_index=None,
 ) -> jax.Array:
     r"""CTC loss of the frame-wise prediction against the labels' transcript.
 
@@ -131,9 +154,14 @@ def ctc_transcript_loss(
       normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
       max_segments: static transcript capacity, a memory bound (``None``: chosen per call
         among a few static sizes by the batch's longest transcript; never truncates).
+      ignore_index: optional static int: frames whose label equals it are removed like
+        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
+        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
+        that sequence's loss NaN (with zero gradient).
 
     Returns:
-      float32 ``[...]``, ≥ 0; NaN where the transcript overflows ``max_segments``.
+      float32 ``[...]``, ≥ 0; NaN where the transcript overflows ``max_segments`` or a valid
+      label lies outside ``[0, C)``.
       A transcript that no labelling of the valid frames can produce gives a very large value
       (optax's convention).
 
@@ -146,7 +174,9 @@ def ctc_transcript_loss(
       Graves et al., Connectionist temporal classification, ICML 2006; Huang, Fei-Fei &
       Niebles, ECTC, ECCV 2016.
     """
-    logits, labels, mask = logits_and_labels(logits, labels, mask)
+    logits, labels, mask, invalid = logits_and_labels(
+        logits, labels, mask, ignore_index=ignore_index
+    )
     background = checks.static_labels("background", background)
     if len(background) > 1:
         raise ValueError(
@@ -188,7 +218,7 @@ def ctc_transcript_loss(
     loss = sequence_loss(
         one, capacity, rows, others, count_bound=bound, bytes_per_sequence=lattice_bytes
     )
-    return jnp.reshape(loss, batch_shape)
+    return nan_where_invalid(jnp.reshape(loss, batch_shape), invalid)
 
 
 # ----------------------------------------------------------------------------- 1-D intervals
