@@ -91,9 +91,9 @@ _STATS_DATA = {
     "segmentation_statistics": ("targets", "predictions"),
     "resample_indices": ("key",),
     "weighted_sum": ("values", "weights"),
-    # Still `stats` (their module belongs to the segmentation rework of #19).
-    "class_metrics": ("stats", "weights"),
-    "segmentation_metrics": ("stats", "weights"),
+    "class_metrics": ("statistics", "weights"),
+    "segmentation_metrics": ("statistics", "weights"),
+    "dataset_metrics": ("statistics",),
 }
 
 # One way to build each accumulator, and the data its update takes when not the pair.

@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
 from jaxseg._src.segmentation import DEFAULT_OVERLAPS, SegmentationStatistics
@@ -70,7 +71,8 @@ def _ones_if_none(weights, n):
     return jnp.ones(n, jnp.int32) if weights is None else jnp.asarray(weights)
 
 
-def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
+@renamed_arguments(stats="statistics")
+def segmentation_metrics(statistics: SegmentationStatistics, weights=None) -> dict:
     """Dataset accuracy, edit and segmental precision/recall/F1@tau of weighted videos.
 
     With per-video multiplicities ``w`` (MS-TCN's dataset numbers when ``w = 1``):
@@ -82,7 +84,7 @@ def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
     the multiset of videos, never on their order.
 
     Args:
-      stats: :class:`~jaxseg._src.segmentation.SegmentationStatistics` with leaves ``[N]``
+      statistics: :class:`~jaxseg._src.segmentation.SegmentationStatistics` with leaves ``[N]``
         (``[N, K]`` for tp/fp/fn), e.g. ``Evaluator.statistics()``.
       weights: optional int32 ``[N]`` non-negative multiplicities; default 1 per video.
 
@@ -105,20 +107,22 @@ def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
     >>> float(segmentation_metrics(s, jnp.array([2, 0]))["accuracy"])  # video 0 twice
     0.75
     """
-    frames = jnp.asarray(stats.frames)
+    frames = jnp.asarray(statistics.frames)
     weights = _ones_if_none(weights, frames.shape[0])
     has_frames = frames > 0
     edit = edit_score_from_distance(
-        jnp.asarray(stats.edit_distance),
-        jnp.asarray(stats.target_segments),
-        jnp.asarray(stats.predicted_segments),
+        jnp.asarray(statistics.edit_distance),
+        jnp.asarray(statistics.target_segments),
+        jnp.asarray(statistics.predicted_segments),
     )
     edit_words = jnp.where(has_frames[:, None], _fraction_words(edit), 0)
-    counts = [jnp.asarray(x) for x in (stats.tp, stats.fp, stats.fn)]
+    counts = [jnp.asarray(x) for x in (statistics.tp, statistics.fp, statistics.fn)]
     k = counts[0].shape[-1]
     design = jnp.concatenate(
         [
-            jnp.stack([frames, jnp.asarray(stats.correct), has_frames.astype(jnp.int32)], axis=-1),
+            jnp.stack(
+                [frames, jnp.asarray(statistics.correct), has_frames.astype(jnp.int32)], axis=-1
+            ),
             edit_words,
             *counts,
         ],
@@ -129,7 +133,7 @@ def segmentation_metrics(stats: SegmentationStatistics, weights=None) -> dict:
     tp, fp, fn = (
         totals[3 + _WORDS + i * k : 3 + _WORDS + (i + 1) * k].astype(jnp.float32) for i in range(3)
     )
-    segmental_valid = ~jnp.any(jnp.asarray(stats.overflow))
+    segmental_valid = ~jnp.any(jnp.asarray(statistics.overflow))
     fits = _fits_int32(frames, weights)
 
     def segmental(x):
@@ -192,7 +196,8 @@ def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> Cl
     return lift(one, (targets, predictions, mask), (1, 1, 1))
 
 
-def class_metrics(stats: ClassStatistics, weights=None) -> dict:
+@renamed_arguments(stats="statistics")
+def class_metrics(statistics: ClassStatistics, weights=None) -> dict:
     """Dataset per-class accuracy (recall) and its mean over classes, of weighted videos.
 
     ``class_accuracy_c = sum w correct_c / sum w support_c``; 0 for a class that is predicted
@@ -201,7 +206,7 @@ def class_metrics(stats: ClassStatistics, weights=None) -> dict:
     replicate, which makes its interval NaN.
 
     Args:
-      stats: :class:`ClassStatistics` with leaves ``[N, C]``.
+      statistics: :class:`ClassStatistics` with leaves ``[N, C]``.
       weights: optional int32 ``[N]`` non-negative multiplicities; default 1 per video.
 
     Returns:
@@ -212,11 +217,11 @@ def class_metrics(stats: ClassStatistics, weights=None) -> dict:
     >>> class_metrics(s)["class_accuracy"].tolist()
     [1.0, 0.5, 1.0, nan]
     """
-    support = jnp.asarray(stats.support)
+    support = jnp.asarray(statistics.support)
     weights = _ones_if_none(weights, support.shape[0])
     support_total, predicted_total, correct_total = (
         weighted_sum(x, weights).astype(jnp.float32)
-        for x in (support, stats.predicted, stats.correct)
+        for x in (support, statistics.predicted, statistics.correct)
     )
     present = (support_total > 0) | (predicted_total > 0)
     accuracy = jnp.where(present, safe_divide(correct_total, support_total, 0.0), jnp.nan)
@@ -241,7 +246,7 @@ def _ratio64(numerator, denominator, fill):
         return np.where(denominator > 0, numerator / np.maximum(denominator, 1.0), fill)
 
 
-def dataset_metrics(statistics, class_stats=None) -> dict:
+def dataset_metrics(statistics, *, class_stats=None) -> dict:
     """:func:`segmentation_metrics` (and :func:`class_metrics`) of every video once, in
     float64 on the host from exact int64 totals: the point estimates that the intervals and
     comparisons report beside their float32 bootstrap replicates.
@@ -412,7 +417,9 @@ def segmentation_intervals(
         method=method,
         strata=strata,
     )
-    lower, upper = _around(result.lower, result.upper, dataset_metrics(statistics, class_stats))
+    lower, upper = _around(
+        result.lower, result.upper, dataset_metrics(statistics, class_stats=class_stats)
+    )
     out = _by_metric(tuple(overlaps), lambda lo, hi: (float(lo), float(hi)), lower, upper)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
@@ -493,8 +500,8 @@ def segmentation_comparison(
     a = _on_device(statistics_a, class_stats_a)
     b = _on_device(statistics_b, class_stats_b)
     bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
-    values_a = dataset_metrics(statistics_a, class_stats_a)
-    values_b = dataset_metrics(statistics_b, class_stats_b)
+    values_a = dataset_metrics(statistics_a, class_stats=class_stats_a)
+    values_b = dataset_metrics(statistics_b, class_stats=class_stats_b)
     difference = jax.tree_util.tree_map(np.subtract, values_a, values_b)
     paired = _paired_bootstrap_test(
         a,
