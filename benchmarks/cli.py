@@ -78,7 +78,7 @@ def main() -> None:
     videos = 200 if args.quick else 1712
 
     os.environ["JAXSEG_CACHE_DIR"] = ""  # in-process runs: no disk cache (compile once)
-    from jaxseg._src.cli import main as jaxseg_main
+    from jaxseg._host.cli import main as jaxseg_main
     from jaxseg.io import load_segmentation_dataset
 
     print(machine_summary())

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from jaxseg import metrics as M
-from jaxseg._src.cli_detection import _online_scores
+from jaxseg._host.cli_detection import _online_scores
 
 
 def best_time(fn, repeats):

@@ -3,6 +3,6 @@
 ``main(argv)`` returns the exit status (for use in a program); ``run()`` is the console command.
 """
 
-from jaxseg._src.cli import main, run
+from jaxseg._host.cli import main, run
 
 __all__ = ["main", "run"]

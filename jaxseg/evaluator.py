@@ -1,5 +1,5 @@
 """Public namespace: the classic host-side ``Evaluator().add(gt, pred)`` / ``.get()`` API."""
 
-from jaxseg._src.evaluator import Evaluator
+from jaxseg._host.evaluator import Evaluator
 
 __all__ = ["Evaluator"]

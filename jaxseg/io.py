@@ -1,6 +1,6 @@
 """Public namespace: reading action-segmentation datasets and label files."""
 
-from jaxseg._src.io_files import (
+from jaxseg._host.io_files import (
     InputError,
     SegmentationDataset,
     load_segmentation_dataset,
@@ -10,7 +10,7 @@ from jaxseg._src.io_files import (
     read_mapping,
     read_split,
 )
-from jaxseg._src.padding import pad_videos
+from jaxseg._host.padding import pad_videos
 
 __all__ = [
     "InputError",

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from _cli_data import golden_videos, random_videos, write_dataset
 
-from jaxseg._src import demo
-from jaxseg._src.cli import Progress, main
-from jaxseg._src.io_files import load_segmentation_dataset
+from jaxseg._host import demo
+from jaxseg._host.cli import Progress, main
+from jaxseg._host.io_files import load_segmentation_dataset
 
 NAMES = ("SIL", "take", "pour", "stir", "background")
 OVERLAPS = (0.1, 0.25, 0.5)

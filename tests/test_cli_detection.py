@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import golden_path
 
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 DETECTION_CASES = ("008", "019", "006")  # many classes/videos; the largest; few detections
 ONLINE_CASES = ("000", "003")  # THUMOS-like with an ambiguous column; TVSeries-like without

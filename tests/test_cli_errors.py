@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from _cli_data import write_dataset
 
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 NAMES = ("take", "open", "background")
 VIDEOS = {
@@ -189,7 +189,7 @@ def test_interrupt_is_one_line_and_status_130(dataset, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("jaxseg._src.cli._evaluator", interrupted)
+    monkeypatch.setattr("jaxseg._host.cli._evaluator", interrupted)
     assert main(["evaluate", str(truth), str(predictions)]) == 130
     assert capsys.readouterr() == ("", "jaxseg: interrupted\n")
 
@@ -273,7 +273,7 @@ def test_out_of_memory_is_one_line(dataset, capsys, monkeypatch, kind):
             "RESOURCE_EXHAUSTED: Out of memory allocating 42949672960 bytes.\nmore detail"
         )
 
-    monkeypatch.setattr("jaxseg._src.cli._evaluator", exhausted)
+    monkeypatch.setattr("jaxseg._host.cli._evaluator", exhausted)
     assert fails(capsys, truth, predictions, "--output", output).startswith("out of memory; ")
     assert not output.exists()
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import golden_path
 
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 
 @pytest.fixture(autouse=True)

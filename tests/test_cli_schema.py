@@ -13,7 +13,7 @@ import re
 import pytest
 from _cli_data import random_videos, write_dataset
 
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 NAMES = ("SIL", "take", "pour", "stir", "background")
 ROW_NAMES = ("name", "video", "class", "metric")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _cli_data import random_videos, write_dataset, write_labels
 
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 NAMES = ("SIL", "take", "pour", "stir", "background")
 COLUMNS = ("Acc", "Edit", "F1@10", "F1@25", "F1@50")

@@ -9,7 +9,7 @@ import pytest
 from _cli_data import write_labels, write_mapping
 
 from jaxseg import metrics as M
-from jaxseg._src.cli import main
+from jaxseg._host.cli import main
 
 NAMES = ("take", "open", "pour", "background")
 TRUTH = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxseg import io
-from jaxseg._src import demo
+from jaxseg._host import demo
 
 
 def _files(root):

@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxseg import Evaluator
-from jaxseg._src import evaluator as evaluator_module
-from jaxseg._src.padding import length_groups
+from jaxseg._host import evaluator as evaluator_module
+from jaxseg._host.padding import length_groups
 
 TAUS = (0.1, 0.25, 0.5)
 GOLDEN_CLASSES = 14  # the golden labels are 0..11: classes 12 and 13 are absent (NaN)
@@ -324,7 +324,7 @@ def test_int8_and_int32_buffers_agree(padding):
     # Labels in [0, 127] go to the device as int8 (from lists, or a batch whose padding is
     # also in range); a label of 127 + 1, or -1 padding, keeps them int32. The class counts
     # are sized by the valid labels, not by a sentinel in the padding.
-    from jaxseg._src.padding import buffer_dtype
+    from jaxseg._host.padding import buffer_dtype
 
     assert buffer_dtype(127) == np.int8 and buffer_dtype(128) == np.int32
     videos = short_videos()
@@ -356,7 +356,7 @@ def test_largest_label_of_long_lists(monkeypatch, dtype):
     # The labels of a long list are reduced a block of videos at a time (here 64 bytes: some
     # blocks of several videos, some videos larger than a block); a negative label anywhere
     # gives 2^63, as label_bound does.
-    from jaxseg._src import padding
+    from jaxseg._host import padding
 
     monkeypatch.setattr(padding, "_BLOCK_BYTES", 64)
     rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
@@ -375,7 +375,7 @@ def test_a_label_outside_int8_in_a_late_block(monkeypatch, late):
     # A padded batch is copied into int8 buffers block by block, each block checked first;
     # a label outside [0, 127] in the last block sends the batch to int32 buffers (or, when
     # negative, to the error naming its video), never wrapped into int8.
-    from jaxseg._src import padding
+    from jaxseg._host import padding
 
     rng = np.random.default_rng(5)
     batch, frames = 40, 600
@@ -399,7 +399,7 @@ def test_a_label_outside_int8_in_a_late_block(monkeypatch, late):
 @pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # JAX's; the child uses numpy only
 def test_host_copies_work_in_a_forked_child():
     # The copy threads do not survive a fork; the child must start its own, not wait forever.
-    from jaxseg._src import padding
+    from jaxseg._host import padding
 
     sources = [np.arange(6), np.arange(6) * 2]
     list(padding._COPIERS.map(time.sleep, (0.05, 0.05)))  # both of the parent's threads idle
@@ -692,7 +692,7 @@ def runs_of(rng, length, num_classes, longest):
     rows=st.sampled_from([1, 3, 128]),
 )
 def test_host_counts_equal_phase_one(seed, background, rows):
-    from jaxseg._src import evaluator
+    from jaxseg._host import evaluator
 
     rng = np.random.default_rng(seed)
     batch, frames = 8, 256

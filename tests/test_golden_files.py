@@ -23,6 +23,7 @@ def test_every_golden_file_ships_in_tests_golden():
             with np.load(folder / name) as arrays:  # no pickle
                 assert arrays.files, name
 
+
 def test_golden_path_reads_tests_golden(monkeypatch):
     monkeypatch.delenv("JAXSEG_GOLDEN", raising=False)
     assert golden_path("segmentation.json") == HERE / "golden" / "segmentation.json"

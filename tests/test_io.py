@@ -15,7 +15,7 @@ import pytest
 from _cli_data import random_videos, write_dataset, write_labels, write_mapping
 
 from jaxseg import io
-from jaxseg._src.io_files import find_mapping, pair_files, start_loading, write_atomic
+from jaxseg._host.io_files import find_mapping, pair_files, start_loading, write_atomic
 
 NAMES = ("take", "open", "pour", "background")
 INDEX = {name: i for i, name in enumerate(NAMES)}
@@ -248,7 +248,7 @@ def test_dataset_errors(tmp_path):
 _FORKED_READING = textwrap.dedent(
     """
     import sys
-    from jaxseg._src.io_files import InputError, start_loading
+    from jaxseg._host.io_files import InputError, start_loading
 
     assert "jax" not in sys.modules  # forking is only safe before JAX starts its threads
     truth, predictions, bad = sys.argv[1:]
@@ -297,7 +297,7 @@ def test_reading_here_when_no_process_can_start(tmp_path, monkeypatch):
     def unavailable(*args, **kwargs):
         raise OSError(38, "Function not implemented")
 
-    monkeypatch.setattr("jaxseg._src.io_files.ProcessPoolExecutor", unavailable)
+    monkeypatch.setattr("jaxseg._host.io_files.ProcessPoolExecutor", unavailable)
     dataset = start_loading(truth, predictions, processes=2)()
     expected = io.load_segmentation_dataset(truth, predictions)
     assert dataset.names == expected.names
@@ -308,7 +308,7 @@ def test_reading_here_when_no_process_can_start(tmp_path, monkeypatch):
 _ABANDONED_READING = textwrap.dedent(
     """
     import multiprocessing, os, sys
-    from jaxseg._src.io_files import start_loading
+    from jaxseg._host.io_files import start_loading
 
     start_loading(sys.argv[1], sys.argv[2], processes=2)  # never finished
     with open(sys.argv[3], "w") as out:

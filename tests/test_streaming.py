@@ -406,7 +406,7 @@ def test_accumulator_is_four_functions_and_compute_is_one_program(caplog):
 
 def test_command_prints_its_version(capsys):
     import jaxseg
-    from jaxseg._src.cli import main
+    from jaxseg._host.cli import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])

@@ -163,4 +163,3 @@ def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
     previous_valid = jnp.concatenate([jnp.zeros_like(mask[:, :1]), mask[:, :-1]], axis=1)
     starts = mask & ~(previous_valid & (labels == previous)) & ~is_background(labels, background)
     return jnp.sum(starts, axis=1, dtype=jnp.int32)
-

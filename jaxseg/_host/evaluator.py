@@ -10,12 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseg._src import checks
-from jaxseg._src.compilation import jit
-from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.f1 import Candidates, candidate_overlaps
-from jaxseg._src.numerics import count_set_bits
-from jaxseg._src.padding import (
+from jaxseg._host.compilation import jit
+from jaxseg._host.padding import (
     PaddedBuffers,
     bucket,
     check_batch,
@@ -25,6 +21,10 @@ from jaxseg._src.padding import (
     round_up,
     video_array,
 )
+from jaxseg._src import checks
+from jaxseg._src.deprecation import renamed_arguments
+from jaxseg._src.f1 import Candidates, candidate_overlaps
+from jaxseg._src.numerics import count_set_bits
 from jaxseg._src.segmentation import (
     DEFAULT_OVERLAPS,
     SegmentationStatistics,
@@ -122,7 +122,7 @@ def _tabulate(targets, predictions, lengths, words, *, tables):
     keyword items of ``tables_from_words``).
 
     Phase 2 is two programs so that a first evaluation compiles them side by side (and beside
-    phase 1); both use the fast-compiling options of :mod:`jaxseg._src.compilation`."""
+    phase 1); both use the fast-compiling options of :mod:`jaxseg._host.compilation`."""
     one = lambda *args: tables_from_words(*args, **dict(tables))  # noqa: E731
     return jax.vmap(one)(targets, predictions, lengths, words)
 
@@ -280,7 +280,7 @@ class Evaluator:
 
     def _flush(self):
         """Evaluates the queued videos, padded in groups of similar length
-        (:func:`~jaxseg._src.padding.length_groups`: memory follows the data), and keeps
+        (:func:`~jaxseg._host.padding.length_groups`: memory follows the data), and keeps
         their statistics in the order they were added."""
         if not self._pending:
             return

@@ -1,7 +1,7 @@
 """The ``jaxseg`` command line: ``evaluate`` and ``compare`` (action segmentation on files).
 
-``jaxseg detection`` lives in :mod:`jaxseg._src.cli_detection`, ``jaxseg grounding`` in
-:mod:`jaxseg._src.cli_grounding`.
+``jaxseg detection`` lives in :mod:`jaxseg._host.cli_detection`, ``jaxseg grounding`` in
+:mod:`jaxseg._host.cli_grounding`.
 
 Results go to stdout (or ``--output``), everything else (progress, notes, errors) to stderr, so
 ``jaxseg evaluate ... --format json | jq`` works. Problems with the user's files end the
@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from jaxseg import __version__
-from jaxseg._src import report as reports
-from jaxseg._src.demo import DEMO_DIRECTORY
-from jaxseg._src.io_files import (
+from jaxseg._host import report as reports
+from jaxseg._host.demo import DEMO_DIRECTORY
+from jaxseg._host.io_files import (
     InputError,
     SegmentationDataset,
     start_loading,
@@ -200,7 +200,7 @@ _CACHE_NOTE = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``jaxseg`` command."""
-    from jaxseg._src import cli_detection, cli_grounding
+    from jaxseg._host import cli_detection, cli_grounding
 
     parser = argparse.ArgumentParser(
         prog="jaxseg",
@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_evaluate_command(commands) -> None:
     """The ``evaluate`` subcommand: one model's segmentation against the ground truth."""
-    from jaxseg._src import cli_unsupervised
+    from jaxseg._host import cli_unsupervised
 
     evaluate = commands.add_parser(
         "evaluate",
@@ -346,7 +346,7 @@ def _load_jax() -> None:
     """Imports JAX and the evaluator, enables the compilation cache, starts the backend."""
     import jax
 
-    from jaxseg._src import compilation, evaluator  # noqa: F401
+    from jaxseg._host import compilation, evaluator  # noqa: F401
 
     _enable_compilation_cache()
     jax.devices()
@@ -540,7 +540,7 @@ def _worst_videos(dataset, count: int | None) -> list[int]:
 def _write_plots(
     directory: Path, dataset, class_stats, background, *, videos: int | None, quiet: bool
 ) -> None:
-    from jaxseg._src import plotting
+    from jaxseg._host import plotting
 
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -592,7 +592,7 @@ def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, 
 
 def _run_evaluate(args) -> int:
     if args.matching is not None:
-        from jaxseg._src import cli_unsupervised
+        from jaxseg._host import cli_unsupervised
 
         return cli_unsupervised.run(args)
     if args.demo and (args.ground_truth or args.predictions):
@@ -604,7 +604,7 @@ def _run_evaluate(args) -> int:
     if args.plot_videos != 0 and args.plot is None:
         raise InputError("--plot-videos needs --plot DIR (the folder of the pictures)")
     if args.plot is not None:
-        from jaxseg._src import plotting
+        from jaxseg._host import plotting
 
         plotting.class_colors(1)  # fail before the work if matplotlib is missing
     if args.demo:
@@ -787,7 +787,7 @@ def _out_of_device_memory(error: Exception) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
-    from jaxseg._src import cli_detection, cli_grounding
+    from jaxseg._host import cli_detection, cli_grounding
 
     args = build_parser().parse_args(argv)
     commands = {

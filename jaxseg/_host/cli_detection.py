@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxseg._src import report as reports
-from jaxseg._src.io_files import InputError, read_json, read_label_array, read_npy
+from jaxseg._host import report as reports
+from jaxseg._host.io_files import InputError, read_json, read_label_array, read_npy
 
 PRESETS = {
     "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
@@ -461,7 +461,7 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``jaxseg detection``; returns the exit status."""
     reports.check_output(args.output)
     if args.proposals:
-        from jaxseg._src.cli_grounding import proposal_report
+        from jaxseg._host.cli_grounding import proposal_report
 
         report = proposal_report(args)
     else:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jaxseg._src.io_files import InputError, write_atomic
+from jaxseg._host.io_files import InputError, write_atomic
 
 FORMATS = ("table", "json", "csv", "markdown")
 

@@ -112,7 +112,7 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
     Raises:
       InputError: naming the file and line of the first problem.
 
-    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> from jaxseg._host.demo import DEMO_DIRECTORY
     >>> read_mapping(DEMO_DIRECTORY / "mapping.txt")[:4]
     ('take', 'open', 'pour', 'close')
     """
@@ -174,7 +174,7 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
       InputError: missing, empty or binary file, or a label name not in ``class_index``
         (naming the line and frame).
 
-    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> from jaxseg._host.demo import DEMO_DIRECTORY
     >>> names = read_mapping(DEMO_DIRECTORY / "mapping.txt")
     >>> index = {name: i for i, name in enumerate(names)}
     >>> labels = read_label_text(DEMO_DIRECTORY / "predictions" / "S1_Tea_C1", index)
@@ -527,7 +527,7 @@ def load_segmentation_dataset(
     Raises:
       InputError: for any problem with the files, naming the file (and line).
 
-    >>> from jaxseg._src.demo import DEMO_DIRECTORY
+    >>> from jaxseg._host.demo import DEMO_DIRECTORY
     >>> data = load_segmentation_dataset(
     ...     DEMO_DIRECTORY / "groundTruth", DEMO_DIRECTORY / "predictions")
     >>> len(data.names), data.names[0], data.class_names[-1], data.targets[0].shape

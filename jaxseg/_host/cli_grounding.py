@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxseg._src import report as reports
-from jaxseg._src.io_files import InputError, _decode_text, _read_bytes, read_json
+from jaxseg._host import report as reports
+from jaxseg._host.io_files import InputError, _decode_text, _read_bytes, read_json
 
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
@@ -403,7 +403,7 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
     proposals count in the total that sets each video's budget). Returns (videos with targets,
     targets, target mask, proposals, scores, proposal mask, number of proposals).
     """
-    from jaxseg._src.cli_detection import _member, _segment
+    from jaxseg._host.cli_detection import _member, _segment
 
     database = _member(
         ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"

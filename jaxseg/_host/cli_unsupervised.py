@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxseg._src import report as reports
-from jaxseg._src.io_files import (
+from jaxseg._host import report as reports
+from jaxseg._host.io_files import (
     InputError,
     _decode_text,
     _label_files,
@@ -128,7 +128,7 @@ def load(args):
 
 
 def _background(args, class_names) -> tuple[int, ...]:
-    from jaxseg._src.cli import _background_indices
+    from jaxseg._host.cli import _background_indices
 
     return _background_indices(args.background, class_names)
 
@@ -231,7 +231,7 @@ def report(args, names, targets, class_names, background, overall, per_video):
 
 def run(args) -> int:
     """``jaxseg evaluate --matching ...``."""
-    from jaxseg._src.cli import _load_jax
+    from jaxseg._host.cli import _load_jax
 
     for flag, name in (
         (args.demo, "--demo"),

@@ -5,7 +5,7 @@ hundred frames each, in the MS-TCN layout: ``mapping.txt``, ``groundTruth/<video
 label per line) and ``predictions/<video>`` (MS-TCN results format). The predictions imitate a
 model's typical errors: shifted boundaries, confused verbs, short spurious segments and missed
 short actions. A private SplitMix64 generator makes the files identical on every platform and
-numpy version; ``python -m jaxseg._src.demo`` rewrites the shipped copy.
+numpy version; ``python -m jaxseg._host.demo`` rewrites the shipped copy.
 """
 
 from __future__ import annotations

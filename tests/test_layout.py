@@ -1,0 +1,41 @@
+"""The kernel folder holds jittable kernels only: nothing in ``jaxseg/_src`` imports host code.
+
+Host code (the Evaluator, padding, file reading, reports, pictures, the demo, the CLI) lives in
+``jaxseg/_host`` and calls the kernels; the reverse dependency would pull numpy I/O and
+matplotlib into the functions users jit.
+"""
+
+import ast
+import pathlib
+
+import jaxseg
+
+_PACKAGE = pathlib.Path(jaxseg.__file__).parent
+
+
+def _imported_modules(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+
+
+def test_kernels_never_import_host_code():
+    kernels = sorted((_PACKAGE / "_src").glob("*.py"))
+    assert kernels, "no kernel modules found"
+    offending = {
+        path.name: name
+        for path in kernels
+        for name in _imported_modules(path)
+        if name.startswith("jaxseg._host") or name in {"matplotlib", "argparse"}
+    }
+    assert not offending, offending
+
+
+def test_host_modules_are_not_in_the_kernel_folder():
+    host = {path.name for path in (_PACKAGE / "_host").glob("*.py")} - {"__init__.py"}
+    assert {"evaluator.py", "cli.py", "io_files.py"} <= host
+    assert not host & {path.name for path in (_PACKAGE / "_src").glob("*.py")}
