@@ -59,7 +59,7 @@ def _public_functions(targets, predictions, lengths):
     return (
         m.accuracy(targets, predictions, mask=mask),
         m.edit_score(targets, predictions, mask=mask),
-        m.segmental_counts(targets, predictions, mask=mask, overlaps=OVERLAPS),
+        m.segmental_counts(targets, predictions, mask=mask, iou_thresholds=OVERLAPS),
     )
 
 
@@ -81,7 +81,7 @@ def run(name, targets, predictions, repeats, rounds):
     machine's speed drifts by tens of percent between minutes), and prints their median."""
     padded_t, lengths = jaxseg.io.pad_videos(targets)
     padded_p, _ = jaxseg.io.pad_videos(predictions)
-    evaluator = jaxseg.Evaluator(overlaps=OVERLAPS)
+    evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS)
 
     def from_padded():
         evaluator.reset()

@@ -213,7 +213,7 @@ def main():
             t,
             p,
             mask=m,
-            overlaps=OVERLAPS,
+            iou_thresholds=OVERLAPS,
             max_target_segments=capacity,
             max_predicted_segments=capacity,
         )

@@ -91,7 +91,7 @@ def run_evaluator(targets, predictions, repeats, batch, per_call_videos):
             functools.partial(reference_style_baseline, targets, predictions, overlaps=OVERLAPS)
         )
         lean_time, _ = timed(functools.partial(baseline, targets, predictions, overlaps=OVERLAPS))
-        evaluator = jaxseg.Evaluator(overlaps=OVERLAPS)
+        evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS)
 
         def evaluate(add=add, evaluator=evaluator):
             evaluator.reset()
@@ -111,7 +111,7 @@ def run_evaluator(targets, predictions, repeats, batch, per_call_videos):
 
 def run_update(targets, predictions, repeats, batch, max_target_segments, max_predicted_segments):
     acc = streaming.segmentation(
-        overlaps=OVERLAPS,
+        iou_thresholds=OVERLAPS,
         max_target_segments=max_target_segments,
         max_predicted_segments=max_predicted_segments,
     )

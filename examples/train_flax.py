@@ -153,7 +153,9 @@ def evaluate_predictions(labels, predictions, mask):
     edit = jaxseg.metrics.edit_score(labels, predictions, mask=mask)
     tp, fp, fn = (
         jnp.sum(x, axis=0)
-        for x in jaxseg.metrics.segmental_counts(labels, predictions, mask=mask, overlaps=OVERLAPS)
+        for x in jaxseg.metrics.segmental_counts(
+            labels, predictions, mask=mask, iou_thresholds=OVERLAPS
+        )
     )
     f1 = 2 * tp / jnp.maximum(2 * tp + fp + fn, 1)
     pooled_accuracy = jnp.sum(accuracy * frames) / jnp.sum(frames)

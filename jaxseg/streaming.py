@@ -2,7 +2,7 @@
 
 An accumulator is a named bundle of pure functions, like an optax transformation::
 
-    acc = jaxseg.streaming.segmentation(overlaps=(0.1, 0.25, 0.5), background=(0,))
+    acc = jaxseg.streaming.segmentation(iou_thresholds=(0.1, 0.25, 0.5), background=(0,))
     state = acc.init()
     state = acc.update(state, targets, predictions, mask=mask)   # inside jit, any sharding
     state = acc.merge(state, jax.lax.psum(local_state, "data"))  # inside shard_map

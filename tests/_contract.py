@@ -180,7 +180,7 @@ CASES = [
         M.segmental_counts,
         labels(3),
         _LABEL_ARGS,
-        kwargs=dict(background=(0,), overlaps=(0.1, 0.5)),
+        kwargs=dict(background=(0,), iou_thresholds=(0.1, 0.5)),
     ),
     Case(
         "jaxseg.metrics.segmental_precision",

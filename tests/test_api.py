@@ -53,10 +53,9 @@ _DATA = {
 #   `max_predicted_segments` (each side of a metric), `capacity` (an accumulator's buffer);
 #   `max_predictions` and `max_average_proposals` are no capacities but how many of the
 #   ranked predictions are scored (Moment-DETR's top 10, ActivityNet's AR@AN);
-# - thresholds: `iou_thresholds` (detection, grounding, proposals) and `overlaps` (segmental
-#   F1, Evaluator, `jaxseg evaluate --overlaps`) are one concept under two names: `overlaps`
-#   is not renamed yet (its files are being reworked under #19); `threshold` is
-#   `smoothing_loss`'s clamp and `num_thresholds` the number of score bins of an accumulator.
+# - thresholds: `iou_thresholds` everywhere (segmental F1, detection, grounding, proposals);
+#   `threshold` is `smoothing_loss`'s clamp and `num_thresholds` the number of score bins of
+#   an accumulator.
 _OPTIONS = {
     "alpha", "ambiguous", "at", "average", "background", "backward", "beta", "classes",
     "comparison", "event_ndim", "exclude_background", "f1", "form", "gamma",
@@ -64,7 +63,7 @@ _OPTIONS = {
     "label_mask", "legacy_asformer_end", "mask", "matching", "max_average_proposals",
     "max_predicted_segments", "max_predictions", "max_segments", "max_target_segments",
     "min_score", "mode", "normalize", "num_classes", "num_clusters", "num_cols",
-    "num_positives", "num_rows", "overlaps", "prediction_mask", "proposal_mask",
+    "num_positives", "num_rows", "prediction_mask", "proposal_mask",
     "ranks", "segments_per_video", "smooth", "spatial_ndim", "stride", "target_mask",
     "targets", "threshold", "ties",
 }  # fmt: skip
@@ -275,3 +274,21 @@ def test_statistics_old_keywords_warn_and_agree():
     np.testing.assert_array_equal(
         paired.p_value, jaxseg.stats.permutation_test(values, values[::-1], mean, **kw).p_value
     )
+
+
+def test_overlaps_is_the_old_name_of_iou_thresholds():
+    targets = np.array([[1, 1, 1, 0, 2, 2, 2, 2]])
+    predictions = np.array([[1, 1, 0, 0, 2, 2, 1, 1]])
+    new = jaxseg.metrics.segmental_f1(targets, predictions, iou_thresholds=(0.5, 0.75))
+    old = _warns_once(
+        lambda: jaxseg.metrics.segmental_f1(targets, predictions, overlaps=(0.5, 0.75))
+    )
+    np.testing.assert_array_equal(old, new)
+    assert not np.array_equal(new, jaxseg.metrics.segmental_f1(targets, predictions))
+    accumulator = _warns_once(lambda: jaxseg.streaming.segmentation(overlaps=(0.5,)))
+    state = accumulator.update(accumulator.init(), targets, predictions)
+    assert accumulator.compute(state)["f1"].shape == (1,)
+    evaluator = _warns_once(lambda: jaxseg.Evaluator(overlaps=(0.5,)))
+    assert evaluator.iou_thresholds == (0.5,)
+    with pytest.raises(TypeError, match="both"):
+        jaxseg.metrics.segmental_f1(targets, predictions, overlaps=(0.5,), iou_thresholds=(0.5,))

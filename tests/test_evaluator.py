@@ -720,7 +720,7 @@ def test_a_first_evaluation_compiles_each_program_once(caplog):
         n = int(rng.integers(700, 1100))
         t = runs_of(rng, n, 9, 120)
         videos.append((t, np.where(rng.random(n) < 0.9, t, runs_of(rng, n, 9, 3))))
-    ev = Evaluator(num_classes=9, background=(5,), overlaps=(0.3, 0.7))
+    ev = Evaluator(num_classes=9, background=(5,), iou_thresholds=(0.3, 0.7))
     jax.config.update("jax_log_compiles", True)
     try:
         with caplog.at_level(logging.WARNING, logger="jax._src.dispatch"):

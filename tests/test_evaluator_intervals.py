@@ -12,7 +12,7 @@ def _evaluator(seed=0, videos=24):
     predictions = [
         np.where(rng.random(t.size) < 0.2, rng.integers(0, 4, t.size), t) for t in targets
     ]
-    ev = jaxseg.Evaluator(background=(0,), overlaps=(0.1, 0.5))
+    ev = jaxseg.Evaluator(background=(0,), iou_thresholds=(0.1, 0.5))
     ev.add(targets, predictions)  # one call: one compiled shape
     return ev
 
@@ -46,7 +46,7 @@ def test_no_intervals_without_confidence():
 def test_intervals_contain_their_float64_estimate_when_every_replicate_is_equal():
     """Every video scores 5/6 (accuracy) and 1 - 1/3 (edit), so every bootstrap replicate does
     too; its float32 value lies below the float64 estimate, which the interval must hold."""
-    ev = jaxseg.Evaluator(background=(0,), overlaps=(0.5,))
+    ev = jaxseg.Evaluator(background=(0,), iou_thresholds=(0.5,))
     ev.add([[1, 1, 1, 2, 2, 3]] * 4, [[1, 1, 1, 2, 2, 2]] * 4)
     result = ev.get(confidence=0.95, num_samples=200)
     assert result["accuracy"] == 5 / 6 and result["edit"] == 1 - 1 / 3  # 1 edit, 3 segments
@@ -58,12 +58,12 @@ def test_intervals_contain_their_float64_estimate_when_every_replicate_is_equal(
 
 
 def test_comparison_reports_float64_values_and_contains_the_difference():
-    ev_a, ev_b = (jaxseg.Evaluator(overlaps=(0.5,)) for _ in range(2))
+    ev_a, ev_b = (jaxseg.Evaluator(iou_thresholds=(0.5,)) for _ in range(2))
     targets = [[1, 1, 1, 2, 2, 3]] * 4
     ev_a.add(targets, [[1, 1, 1, 2, 2, 2]] * 4)  # 5/6 of the frames
     ev_b.add(targets, [[1, 1, 2, 2, 2, 2]] * 4)  # 4/6
     result = jaxseg.stats.segmentation_comparison(
-        ev_a.statistics(), ev_b.statistics(), overlaps=(0.5,), num_samples=200
+        ev_a.statistics(), ev_b.statistics(), iou_thresholds=(0.5,), num_samples=200
     )["accuracy"]
     assert result["a"] == 5 / 6 and result["b"] == 4 / 6
     assert result["difference"] == 5 / 6 - 4 / 6

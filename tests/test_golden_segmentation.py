@@ -45,12 +45,16 @@ def _names():
 def _evaluate(gt, pred, mask, background):
     kw = dict(mask=mask, background=background)
     return dict(
-        stats=segmentation_statistics(gt, pred, overlaps=TAUS, **kw),
-        legacy=segmentation_statistics(gt, pred, overlaps=TAUS, legacy_asformer_end=True, **kw),
+        stats=segmentation_statistics(gt, pred, iou_thresholds=TAUS, **kw),
+        legacy=segmentation_statistics(
+            gt, pred, iou_thresholds=TAUS, legacy_asformer_end=True, **kw
+        ),
         edit_score=M.edit_score(gt, pred, **kw),
         edit_distance=M.edit_distance(gt, pred, **kw),
-        counts=M.segmental_counts(gt, pred, overlaps=TAUS, **kw),
-        legacy_counts=M.segmental_counts(gt, pred, overlaps=TAUS, legacy_asformer_end=True, **kw),
+        counts=M.segmental_counts(gt, pred, iou_thresholds=TAUS, **kw),
+        legacy_counts=M.segmental_counts(
+            gt, pred, iou_thresholds=TAUS, legacy_asformer_end=True, **kw
+        ),
         accuracy=M.accuracy(gt, pred, mask=mask),
         gt_segments=jseg.count_segments(gt, **kw),
         pred_segments=jseg.count_segments(pred, **kw),

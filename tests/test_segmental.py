@@ -36,7 +36,7 @@ def _segmental(targets, predictions, mask, background, small):
             max_target_segments=capacities[0],
             max_predicted_segments=capacities[1],
         )
-        okw = dict(kw, overlaps=OVERLAPS)
+        okw = dict(kw, iou_thresholds=OVERLAPS)
         return dict(
             edit_distance=M.edit_distance(targets, predictions, **kw),
             edit_score=M.edit_score(targets, predictions, **kw),
@@ -366,12 +366,12 @@ def test_errors_name_the_argument():
         M.segmental_counts(y, np.array([1, 2], np.int32))
     with pytest.raises(ValueError, match="mask"):
         M.segmental_f1(y, y, mask=np.array([True, False]))
-    with pytest.raises(ValueError, match="overlaps"):
-        M.segmental_counts(y, y, overlaps=(0.0,))
-    with pytest.raises(ValueError, match="overlaps"):
-        M.segmental_counts(y, y, overlaps=(1.5,))
-    with pytest.raises(ValueError, match="overlaps"):
-        M.segmental_counts(y, y, overlaps=(0.123456789,))
+    with pytest.raises(ValueError, match="iou_thresholds"):
+        M.segmental_counts(y, y, iou_thresholds=(0.0,))
+    with pytest.raises(ValueError, match="iou_thresholds"):
+        M.segmental_counts(y, y, iou_thresholds=(1.5,))
+    with pytest.raises(ValueError, match="iou_thresholds"):
+        M.segmental_counts(y, y, iou_thresholds=(0.123456789,))
     with pytest.raises(ValueError, match="max_target_segments"):
         M.edit_distance(y, y, max_target_segments=0)
     with pytest.raises(TypeError, match="max_predicted_segments"):
@@ -397,7 +397,7 @@ def test_reference_levenshtein_rows_equals_plain_dp():
 @jax.jit
 def _random_statistics(targets, predictions, mask):
     """Statistics of a random batch: MS-TCN and ASFormer ends, exact and small capacities."""
-    kw = dict(mask=mask, overlaps=OVERLAPS, background=(0,))
+    kw = dict(mask=mask, iou_thresholds=OVERLAPS, background=(0,))
     small = dict(max_target_segments=RANDOM_SMALL[0], max_predicted_segments=RANDOM_SMALL[1])
     return (
         segmentation_statistics(targets, predictions, **kw),
@@ -549,7 +549,7 @@ def test_many_target_segments():
     targets = np.repeat(np.arange(300) % 3, 7)
     predictions = np.where(rng.random(targets.size) < 0.15, 5, targets)
     predictions[rng.integers(0, targets.size, 40)] = 1
-    stats = segmentation_statistics(targets[None], predictions[None], overlaps=OVERLAPS)
+    stats = segmentation_statistics(targets[None], predictions[None], iou_thresholds=OVERLAPS)
     tp, fp, fn = ref.segmental_counts(targets, predictions, OVERLAPS)
     np.testing.assert_array_equal(stats.tp[0], tp)
     np.testing.assert_array_equal(stats.fp[0], fp)
@@ -649,7 +649,7 @@ def test_candidates_at_their_bound_do_not_overflow(background):
         targets,
         predictions,
         mask=mask,
-        overlaps=OVERLAPS,
+        iou_thresholds=OVERLAPS,
         background=background,
         max_target_segments=counts[0],
         max_predicted_segments=counts[1],

@@ -48,7 +48,7 @@ def _fast(targets, predictions, mask, *, background, legacy_asformer_end):
         targets,
         predictions,
         mask=mask,
-        overlaps=OVERLAPS,
+        iou_thresholds=OVERLAPS,
         background=background,
         legacy_asformer_end=legacy_asformer_end,
     )

@@ -392,7 +392,7 @@ def test_segmentation_intervals_structure_and_values(data):
     cs = stats.class_statistics(targets, predictions, num_classes=C, mask=mask)
     numpy_stats = stats.SegmentationStatistics(*(np.asarray(x) for x in s))
     out = stats.segmentation_intervals(
-        numpy_stats, overlaps=OVERLAPS, num_samples=S, seed=3, class_stats=cs
+        numpy_stats, iou_thresholds=OVERLAPS, num_samples=S, seed=3, class_stats=cs
     )
     r = BOOT((s, cs), _segmentation_and_class, key=jax.random.key(3), num_samples=S)
     assert out["accuracy"] == (float(r.lower["accuracy"]), float(r.upper["accuracy"]))
@@ -406,7 +406,7 @@ def test_segmentation_intervals_structure_and_values(data):
 
 def test_segmentation_comparison(data, model_b):
     s, _ = data
-    out = stats.segmentation_comparison(s, model_b, overlaps=OVERLAPS, num_samples=S, seed=1)
+    out = stats.segmentation_comparison(s, model_b, iou_thresholds=OVERLAPS, num_samples=S, seed=1)
     acc = out["accuracy"]
     for value, model in ((acc["a"], s), (acc["b"], model_b)):  # float64 from exact totals
         frames, correct = (np.sum(np.asarray(x), dtype=np.int64) for x in (s.frames, model.correct))
@@ -515,8 +515,8 @@ def test_bad_arguments_raise_clear_errors(call, error, match):
 
 def test_host_helpers_check_their_inputs(data, model_b):
     s, _ = data
-    with pytest.raises(ValueError, match="overlaps must list the 3 thresholds"):
-        stats.segmentation_intervals(s, overlaps=(0.5,), num_samples=10)
+    with pytest.raises(ValueError, match="iou_thresholds must list the 3 thresholds"):
+        stats.segmentation_intervals(s, iou_thresholds=(0.5,), num_samples=10)
     shorter = _take(model_b, np.arange(N - 1))
     with pytest.raises(ValueError, match="same videos, got 20 and 19 videos"):
         stats.segmentation_comparison(s, shorter, num_samples=10)

@@ -29,7 +29,7 @@ OVERLAPS = (0.1, 0.25, 0.5)
 BACKGROUND = (0,)
 AVERAGES = ("micro", "macro", "weighted", "none")
 
-SEGMENTATION = streaming.segmentation(num_classes=C, overlaps=OVERLAPS, background=BACKGROUND)
+SEGMENTATION = streaming.segmentation(num_classes=C, iou_thresholds=OVERLAPS, background=BACKGROUND)
 FRAMES = streaming.frame_metrics(num_classes=C)
 UPDATE = jax.jit(SEGMENTATION.update)
 FRAME_UPDATE = jax.jit(FRAMES.update)
@@ -221,7 +221,7 @@ def test_compute_of_init_is_defined():
     frame_results = FRAMES.compute(FRAMES.init())
     assert math.isnan(frame_results["accuracy"])
     np.testing.assert_array_equal(frame_results["confusion"], np.zeros((C, C)))
-    without_classes = streaming.segmentation(overlaps=OVERLAPS)
+    without_classes = streaming.segmentation(iou_thresholds=OVERLAPS)
     state = without_classes.init()
     assert state.frame is None
     assert set(without_classes.compute(state)) == {
@@ -329,7 +329,7 @@ def test_compute_returns_counts_as_exact_integers():
 def test_overflow_is_counted_and_poisons_segmental_scores():
     capacity = 2
     acc = streaming.segmentation(
-        overlaps=OVERLAPS, max_target_segments=capacity, max_predicted_segments=capacity
+        iou_thresholds=OVERLAPS, max_target_segments=capacity, max_predicted_segments=capacity
     )
     update = jax.jit(acc.update)
     rows = [
@@ -382,7 +382,7 @@ def test_accumulator_is_four_functions_and_compute_is_one_program(caplog):
 
     from jaxseg import streaming
 
-    acc = streaming.segmentation(num_classes=5, background=(0,), overlaps=(0.1, 0.4))
+    acc = streaming.segmentation(num_classes=5, background=(0,), iou_thresholds=(0.1, 0.4))
     assert not hasattr(acc, "count") and not hasattr(acc, "index")
     init, update, merge, compute = acc  # still unpacks like the tuple it was
     assert compute is acc.compute and merge is acc.merge
@@ -394,13 +394,13 @@ def test_accumulator_is_four_functions_and_compute_is_one_program(caplog):
     compiled = [r for r in caplog.records if "Compiling" in r.getMessage()]
     assert len(compiled) == 1, [r.getMessage()[:80] for r in compiled]
     caplog.clear()
-    again = streaming.segmentation(num_classes=5, background=(0,), overlaps=(0.1, 0.4))
+    again = streaming.segmentation(num_classes=5, background=(0,), iou_thresholds=(0.1, 0.4))
     with caplog.at_level(logging.WARNING), jax.log_compiles():
         second = again.compute(state)
         jax.block_until_ready(second)
     assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
     np.testing.assert_array_equal(first["f1"], second["f1"])
-    other = streaming.segmentation(num_classes=6, background=(0,), overlaps=(0.1, 0.4))
+    other = streaming.segmentation(num_classes=6, background=(0,), iou_thresholds=(0.1, 0.4))
     assert other.compute is not acc.compute  # other static arguments: another program
 
 
@@ -420,7 +420,7 @@ def test_ignore_index_counts_like_a_mask():
     y, p, m, _ = pad_batch(batch, T)
     padded = np.where(m, y, -100)
     acc = streaming.segmentation(
-        num_classes=C, overlaps=OVERLAPS, background=BACKGROUND, ignore_index=-100
+        num_classes=C, iou_thresholds=OVERLAPS, background=BACKGROUND, ignore_index=-100
     )
     state = jax.jit(acc.update)(acc.init(), padded, p)
     assert_same_state(state, UPDATE(SEGMENTATION.init(), y, p, mask=m))

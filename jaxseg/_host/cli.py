@@ -33,7 +33,7 @@ from jaxseg._host.io_files import (
 
 USER_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
+DEFAULT_IOU_THRESHOLDS = (0.1, 0.25, 0.5)
 
 
 class Progress:
@@ -82,7 +82,7 @@ def _require(condition: bool, message: str) -> None:
 
 def _overlap(text: str) -> float:
     value = _parse(text, float, "a number")
-    _require(0.0 < value <= 1.0, f"overlaps must be in (0, 1], got {text}")
+    _require(0.0 < value <= 1.0, f"IoU thresholds must be in (0, 1], got {text}")
     return value
 
 
@@ -164,12 +164,21 @@ def _add_segmentation_arguments(parser: argparse.ArgumentParser) -> None:
         "mapping has it, as in eval.py); give no name for none",
     )
     parser.add_argument(
+        "--iou-thresholds",
+        nargs="+",
+        type=_overlap,
+        default=DEFAULT_IOU_THRESHOLDS,
+        metavar="TAU",
+        help="IoU thresholds of F1 (default: 0.1 0.25 0.5)",
+    )
+    parser.add_argument(
         "--overlaps",
         nargs="+",
         type=_overlap,
-        default=DEFAULT_OVERLAPS,
-        metavar="TAU",
-        help="IoU thresholds of F1 (default: 0.1 0.25 0.5)",
+        dest="iou_thresholds",
+        action=_DeprecatedAlias,
+        replacement="--iou-thresholds",
+        help=argparse.SUPPRESS,
     )
     parser.add_argument(
         "--legacy-asformer-end",
@@ -367,14 +376,14 @@ def _background_indices(names: Sequence[str] | None, class_names: Sequence[str])
     return tuple(sorted({index[name] for name in names}))
 
 
-def _evaluator(dataset: SegmentationDataset, *, background, overlaps, legacy):
+def _evaluator(dataset: SegmentationDataset, *, background, iou_thresholds, legacy):
     """An Evaluator holding every video of ``dataset``."""
     from jaxseg.evaluator import Evaluator  # imports JAX: only when needed (fast --help)
 
     evaluator = Evaluator(
         num_classes=len(dataset.class_names),
         background=background,
-        overlaps=overlaps,
+        iou_thresholds=iou_thresholds,
         legacy_asformer_end=legacy,
     )
     evaluator.add(list(dataset.targets), list(dataset.predictions), name=list(dataset.names))
@@ -426,17 +435,17 @@ def _lookup(result: dict, key):
 
 
 def _segmentation_report(
-    dataset, evaluator, class_stats, *, background, overlaps, intervals, per_video: bool
+    dataset, evaluator, class_stats, *, background, iou_thresholds, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
-    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in overlaps)]
-    values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in overlaps)]
+    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in iou_thresholds)]
+    values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in iou_thresholds)]
     if intervals is None:
         columns = ("name", *metrics)
         row = ("all", *(_percent(v) for v in values))
         title = "Results (%)"
     else:  # each metric's interval as two columns beside it: one row, one schema
-        keys = ["accuracy", "edit", *(("f1", tau) for tau in overlaps)]
+        keys = ["accuracy", "edit", *(("f1", tau) for tau in iou_thresholds)]
         columns, row = ["name"], ["all"]
         for metric, key, value in zip(metrics, keys, values, strict=True):
             low, high = _lookup(intervals, key)
@@ -458,7 +467,7 @@ def _segmentation_report(
                     int(row["frames"]),
                     _percent(row["accuracy"]),
                     _percent(row["edit"]),
-                    *(_percent(row["f1"][t]) for t in overlaps),
+                    *(_percent(row["f1"][t]) for t in iou_thresholds),
                 )
             )
         sections.append(
@@ -474,11 +483,11 @@ def _segmentation_report(
         "frames": int(result["frames"]),
         "classes": list(dataset.class_names),
         "background": background_names,
-        "overlaps": list(overlaps),
+        "iou_thresholds": list(iou_thresholds),
         "confidence": None if intervals is None else intervals["confidence"],
-        "tp": {reports.overlap_column(t): int(result["tp"][t]) for t in overlaps},
-        "fp": {reports.overlap_column(t): int(result["fp"][t]) for t in overlaps},
-        "fn": {reports.overlap_column(t): int(result["fn"][t]) for t in overlaps},
+        "tp": {reports.overlap_column(t): int(result["tp"][t]) for t in iou_thresholds},
+        "fp": {reports.overlap_column(t): int(result["fp"][t]) for t in iou_thresholds},
+        "fn": {reports.overlap_column(t): int(result["fn"][t]) for t in iou_thresholds},
     }
     text = reports.description(
         len(dataset.names), int(result["frames"]), len(dataset.class_names), background_names
@@ -576,13 +585,13 @@ def _write_plots(
         print(f"jaxseg: wrote {count} {plural} to {directory}", file=sys.stderr)
 
 
-def _confidence_intervals(evaluator, overlaps, confidence: float, samples: int, seed: int):
+def _confidence_intervals(evaluator, iou_thresholds, confidence: float, samples: int, seed: int):
     """Percentile-bootstrap intervals over videos of every reported metric (jaxseg.stats)."""
     from jaxseg.stats import segmentation_intervals
 
     intervals = segmentation_intervals(
         evaluator.statistics(),
-        overlaps=overlaps,
+        iou_thresholds=iou_thresholds,
         confidence=confidence,
         num_samples=samples,
         seed=seed,
@@ -617,23 +626,26 @@ def _run_evaluate(args) -> int:
     else:
         dataset = _read(_ground_truth_folder(args.ground_truth), Path(args.predictions), args)
     background = _background_indices(args.background, dataset.class_names)
-    overlaps = tuple(dict.fromkeys(args.overlaps))
+    iou_thresholds = tuple(dict.fromkeys(args.iou_thresholds))
     evaluator = _evaluator(
-        dataset, background=background, overlaps=overlaps, legacy=args.legacy_asformer_end
+        dataset,
+        background=background,
+        iou_thresholds=iou_thresholds,
+        legacy=args.legacy_asformer_end,
     )
     needs_classes = args.per_class or args.plot is not None
     class_stats = _class_statistics(dataset) if needs_classes else None
     intervals = None
     if args.confidence is not None:
         intervals = _confidence_intervals(
-            evaluator, overlaps, args.confidence, args.samples, args.seed
+            evaluator, iou_thresholds, args.confidence, args.samples, args.seed
         )
     report = _segmentation_report(
         dataset,
         evaluator,
         class_stats if args.per_class else None,
         background=background,
-        overlaps=overlaps,
+        iou_thresholds=iou_thresholds,
         intervals=intervals,
         per_video=args.per_video,
     )
@@ -654,8 +666,8 @@ def _run_evaluate(args) -> int:
 _METRICS = (("Acc", "accuracy"), ("Edit", "edit"))
 
 
-def _comparison_report(dataset_a, result, *, background, overlaps, args) -> reports.Report:
-    keys = [*_METRICS, *((reports.overlap_column(t), ("f1", t)) for t in overlaps)]
+def _comparison_report(dataset_a, result, *, background, iou_thresholds, args) -> reports.Report:
+    keys = [*_METRICS, *((reports.overlap_column(t), ("f1", t)) for t in iou_thresholds)]
     rows = []
     for column, key in keys:
         value = _lookup(result, key)
@@ -684,7 +696,7 @@ def _comparison_report(dataset_a, result, *, background, overlaps, args) -> repo
         "frames": frames,
         "classes": list(dataset_a.class_names),
         "background": background_names,
-        "overlaps": list(overlaps),
+        "iou_thresholds": list(iou_thresholds),
         "a": args.predictions_a,
         "b": args.predictions_b,
         "confidence": args.confidence,
@@ -709,22 +721,22 @@ def _run_compare(args) -> int:
     dataset_a = _read(ground_truth, Path(args.predictions_a), args)
     dataset_b = _read(ground_truth, Path(args.predictions_b), args)
     background = _background_indices(args.background, dataset_a.class_names)
-    overlaps = tuple(dict.fromkeys(args.overlaps))
+    iou_thresholds = tuple(dict.fromkeys(args.iou_thresholds))
     statistics = [
         _evaluator(
-            d, background=background, overlaps=overlaps, legacy=args.legacy_asformer_end
+            d, background=background, iou_thresholds=iou_thresholds, legacy=args.legacy_asformer_end
         ).statistics()
         for d in (dataset_a, dataset_b)
     ]
     result = segmentation_comparison(
         *statistics,
-        overlaps=overlaps,
+        iou_thresholds=iou_thresholds,
         confidence=args.confidence,
         num_samples=args.samples,
         seed=args.seed,
     )
     report = _comparison_report(
-        dataset_a, result, background=background, overlaps=overlaps, args=args
+        dataset_a, result, background=background, iou_thresholds=iou_thresholds, args=args
     )
     reports.emit(
         reports.render(report, args.format, decimals=args.decimals), args.output, quiet=args.quiet

@@ -26,7 +26,7 @@ from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.f1 import Candidates, candidate_overlaps
 from jaxseg._src.numerics import count_set_bits
 from jaxseg._src.segmentation import (
-    DEFAULT_OVERLAPS,
+    DEFAULT_IOU_THRESHOLDS,
     SegmentationStatistics,
     static_arguments,
     statistics_from_tables,
@@ -178,10 +178,10 @@ class Evaluator:
         at most ``2**20`` (labels index per-class count tables: relabel larger ids, e.g. with
         ``np.unique(..., return_inverse=True)``).
       background: labels that form no segment (edit and F1 only; accuracy counts all frames).
-      overlaps: IoU thresholds of the segmental scores.
+      iou_thresholds: IoU thresholds of the segmental scores.
       legacy_asformer_end: reproduce ASFormer/DiffAct's last-segment end (F1 only).
 
-    >>> ev = Evaluator(background=(0,), overlaps=(0.5,))
+    >>> ev = Evaluator(background=(0,), iou_thresholds=(0.5,))
     >>> ev.add([1, 1, 0, 2, 2], [1, 1, 0, 0, 2])
     >>> ev.add([3, 3, 3, 0, 0], [3, 0, 3, 0, 0])
     >>> result = ev.get()
@@ -189,11 +189,12 @@ class Evaluator:
     (0.8, 0.75, 0.5714)
     """
 
+    @renamed_arguments(overlaps="iou_thresholds")
     def __init__(
         self,
         num_classes: int | None = None,
         background=(),
-        overlaps=DEFAULT_OVERLAPS,
+        iou_thresholds=DEFAULT_IOU_THRESHOLDS,
         legacy_asformer_end: bool = False,
     ):
         self.num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
@@ -203,8 +204,8 @@ class Evaluator:
                 f"frame count per class), got {self.num_classes}."
             )
         self.background = checks.static_labels("background", background)
-        checks.static_thresholds("overlaps", overlaps)
-        self.overlaps = tuple(float(t) for t in overlaps)
+        checks.static_thresholds("iou_thresholds", iou_thresholds)
+        self.iou_thresholds = tuple(float(t) for t in iou_thresholds)
         self.legacy_asformer_end = bool(legacy_asformer_end)
         self._buffers = PaddedBuffers()
         self.reset()
@@ -341,7 +342,7 @@ class Evaluator:
         ``frames`` whose largest video has these numbers of segments and candidates."""
         static = static_arguments(
             frames,
-            self.overlaps,
+            self.iou_thresholds,
             self.background,
             self._capacity(n_target),
             self._capacity(n_prediction),
@@ -550,7 +551,7 @@ class Evaluator:
             support, predicted, hits = self._class_counts.astype(np.float64)
             class_accuracy = np.where(support > 0, hits / support, 0.0)
             class_accuracy[(support == 0) & (predicted == 0)] = np.nan
-        per_tau = lambda values: dict(zip(self.overlaps, values))  # noqa: E731
+        per_tau = lambda values: dict(zip(self.iou_thresholds, values))  # noqa: E731
         results = {
             "accuracy": float(s.correct.sum(dtype=np.int64) / s.frames.sum(dtype=np.int64)),
             "edit": float(np.mean(edit)),
@@ -569,7 +570,11 @@ class Evaluator:
         }
         if confidence is not None:
             results["intervals"] = segmentation_intervals(
-                s, overlaps=self.overlaps, confidence=confidence, num_samples=num_samples, seed=seed
+                s,
+                iou_thresholds=self.iou_thresholds,
+                confidence=confidence,
+                num_samples=num_samples,
+                seed=seed,
             )
         return results
 
@@ -586,10 +591,10 @@ class Evaluator:
                     "frames": int(s.frames[i]),
                     "accuracy": float(s.correct[i] / s.frames[i]),
                     "edit": float(edit[i]),
-                    "f1": dict(zip(self.overlaps, _safe_ratio(2 * tp, 2 * tp + fp + fn))),
-                    "tp": dict(zip(self.overlaps, map(int, tp))),
-                    "fp": dict(zip(self.overlaps, map(int, fp))),
-                    "fn": dict(zip(self.overlaps, map(int, fn))),
+                    "f1": dict(zip(self.iou_thresholds, _safe_ratio(2 * tp, 2 * tp + fp + fn))),
+                    "tp": dict(zip(self.iou_thresholds, map(int, tp))),
+                    "fp": dict(zip(self.iou_thresholds, map(int, fp))),
+                    "fn": dict(zip(self.iou_thresholds, map(int, fn))),
                     "target_segments": int(s.target_segments[i]),
                     "predicted_segments": int(s.predicted_segments[i]),
                 }

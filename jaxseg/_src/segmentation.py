@@ -11,6 +11,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.capacity import capacity_ladder, rung
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
 from jaxseg._src.f1 import (
     Candidates,
@@ -30,7 +31,7 @@ from jaxseg._src.segments import (
     segments_from_words,
 )
 
-DEFAULT_OVERLAPS = (0.1, 0.25, 0.5)
+DEFAULT_IOU_THRESHOLDS = (0.1, 0.25, 0.5)
 
 
 class SegmentationStatistics(NamedTuple):
@@ -199,14 +200,14 @@ def _statistics(
     targets,
     predictions,
     mask,
-    overlaps,
+    iou_thresholds,
     background,
     max_target_segments,
     max_predicted_segments,
     legacy_asformer_end,
     ignore_index=None,
 ) -> SegmentationStatistics:
-    """:func:`segmentation_statistics` for ``overlaps`` (a tuple, or None: edit only).
+    """:func:`segmentation_statistics` for ``iou_thresholds`` (a tuple, or None: edit only).
 
     The arguments are validated here, on concrete values where the caller has them, and the
     computation runs as one compiled program per shape and static arguments, so that calls
@@ -217,7 +218,7 @@ def _statistics(
     mask = checks.without_ignored(targets, mask, checks.static_ignore_index(ignore_index))
     static = static_arguments(
         targets.shape[-1],
-        overlaps or (1.0,),
+        iou_thresholds or (1.0,),
         background,
         max_target_segments,
         max_predicted_segments,
@@ -229,7 +230,7 @@ def _statistics(
         targets,
         predictions,
         mask,
-        thresholds=static["thresholds"] if overlaps else (),
+        thresholds=static["thresholds"] if iou_thresholds else (),
         background=static["background"],
         legacy_asformer_end=static["legacy_asformer_end"],
         capacities=tuple(static[k] for k in capacities) if chosen else None,
@@ -259,12 +260,13 @@ def _statistics_program(targets, predictions, mask, *, capacities, **rule):
     return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmentation_statistics(
     targets,
     predictions,
     *,
     mask=None,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     background=(),
     max_target_segments=None,
     max_predicted_segments=None,
@@ -281,7 +283,7 @@ def segmentation_statistics(
       targets: integer ``[..., T]`` true labels.
       predictions: integer ``[..., T]`` predicted labels.
       mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first).
-      overlaps: static tuple of IoU thresholds in (0, 1], simple fractions such as 0.1.
+      iou_thresholds: static tuple of IoU thresholds in (0, 1], simple fractions such as 0.1.
       background: static tuple of labels that form no segment.
       max_target_segments: static capacity of the target segment table, a memory bound.
         ``None`` (with ``max_predicted_segments`` ``None``): each call uses the smallest of a
@@ -306,7 +308,7 @@ def segmentation_statistics(
         targets,
         predictions,
         mask,
-        overlaps,
+        iou_thresholds,
         background,
         max_target_segments,
         max_predicted_segments,
@@ -317,7 +319,7 @@ def segmentation_statistics(
 
 def static_arguments(
     T,
-    overlaps,
+    iou_thresholds,
     background,
     max_target_segments,
     max_predicted_segments,
@@ -344,7 +346,7 @@ def static_arguments(
     background = checks.static_labels("background", background)
     bound = candidate_bound(target_capacity, prediction_capacity, background)
     return dict(
-        thresholds=checks.static_thresholds("overlaps", overlaps),
+        thresholds=checks.static_thresholds("iou_thresholds", iou_thresholds),
         background=background,
         target_capacity=target_capacity,
         prediction_capacity=prediction_capacity,
@@ -358,10 +360,12 @@ def _nan_if(overflow, value):
     return jnp.where(overflow, jnp.nan, value)
 
 
-def _counts(targets, predictions, mask, overlaps, background, capacities, legacy, ignore_index):
+def _counts(
+    targets, predictions, mask, iou_thresholds, background, capacities, legacy, ignore_index
+):
     """``(tp, fp, fn)`` float32 ``[..., K]`` of :func:`segmental_counts` (NaN on overflow)."""
     stats = _statistics(
-        targets, predictions, mask, overlaps, background, *capacities, legacy, ignore_index
+        targets, predictions, mask, iou_thresholds, background, *capacities, legacy, ignore_index
     )
     return tuple(_nan_if(stats.overflow, x.astype(jnp.float32)) for x in stats[5:8])
 
@@ -457,11 +461,12 @@ def edit_score(
     return _nan_if(stats.overflow, score)
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmental_counts(
     targets,
     predictions,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     mask=None,
     background=(),
     max_target_segments=None,
@@ -480,7 +485,7 @@ def segmental_counts(
     Args:
       targets, predictions, mask, background, max_target_segments, max_predicted_segments,
         ignore_index: as in :func:`edit_distance`.
-      overlaps: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
+      iou_thresholds: static tuple of IoU thresholds tau in (0, 1]; they must be simple fractions
         (0.1, 0.25, 0.5, ...) so that ``IoU >= tau`` is decided exactly on integers.
       legacy_asformer_end: static; reproduce ASFormer/DiffAct/ASRF, whose last segment (if
         not background) ends one frame early. Changes F1 only, never edit or accuracy.
@@ -489,7 +494,7 @@ def segmental_counts(
       ``(tp, fp, fn)``, each float32 ``[..., K]``, integer valued; NaN where a segment
       capacity overflowed.
 
-    >>> tp, fp, fn = segmental_counts([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,))
+    >>> tp, fp, fn = segmental_counts([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], iou_thresholds=(0.5,))
     >>> tp.tolist(), fp.tolist(), fn.tolist()
     ([2.0], [1.0], [0.0])
 
@@ -502,7 +507,7 @@ def segmental_counts(
         targets,
         predictions,
         mask,
-        overlaps,
+        iou_thresholds,
         background,
         capacities,
         legacy_asformer_end,
@@ -510,11 +515,12 @@ def segmental_counts(
     )
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmental_precision(
     targets,
     predictions,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     mask=None,
     background=(),
     max_target_segments=None,
@@ -529,7 +535,7 @@ def segmental_precision(
     (``jaxseg.streaming.segmentation``).
 
     Args:
-      targets, predictions, overlaps, mask, background, max_target_segments,
+      targets, predictions, iou_thresholds, mask, background, max_target_segments,
         max_predicted_segments, legacy_asformer_end, ignore_index: as in
         :func:`segmental_counts`.
 
@@ -537,7 +543,7 @@ def segmental_precision(
       float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fp`` is 0 (MS-TCN's ``nan_to_num``);
       NaN where a segment capacity overflowed.
 
-    >>> print(segmental_precision([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    >>> print(segmental_precision([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], iou_thresholds=(0.5,)))
     [0.6666667]
 
     References:
@@ -549,7 +555,7 @@ def segmental_precision(
         targets,
         predictions,
         mask,
-        overlaps,
+        iou_thresholds,
         background,
         capacities,
         legacy_asformer_end,
@@ -558,11 +564,12 @@ def segmental_precision(
     return precision_recall_f1(*counts)[0]
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmental_recall(
     targets,
     predictions,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     mask=None,
     background=(),
     max_target_segments=None,
@@ -576,7 +583,7 @@ def segmental_recall(
     first (``jaxseg.streaming.segmentation``).
 
     Args:
-      targets, predictions, overlaps, mask, background, max_target_segments,
+      targets, predictions, iou_thresholds, mask, background, max_target_segments,
         max_predicted_segments, legacy_asformer_end, ignore_index: as in
         :func:`segmental_counts`.
 
@@ -584,7 +591,7 @@ def segmental_recall(
       float32 ``[..., K]`` in [0, 1]; 0 where ``tp + fn`` is 0; NaN where a segment capacity
       overflowed.
 
-    >>> print(segmental_recall([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    >>> print(segmental_recall([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], iou_thresholds=(0.5,)))
     [1.]
 
     References:
@@ -596,7 +603,7 @@ def segmental_recall(
         targets,
         predictions,
         mask,
-        overlaps,
+        iou_thresholds,
         background,
         capacities,
         legacy_asformer_end,
@@ -605,11 +612,12 @@ def segmental_recall(
     return precision_recall_f1(*counts)[1]
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmental_f1(
     targets,
     predictions,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     mask=None,
     background=(),
     max_target_segments=None,
@@ -623,7 +631,7 @@ def segmental_f1(
     TP/FP/FN summed over videos (``jaxseg.streaming.segmentation``), not a mean of these.
 
     Args:
-      targets, predictions, overlaps, mask, background, max_target_segments,
+      targets, predictions, iou_thresholds, mask, background, max_target_segments,
         max_predicted_segments, legacy_asformer_end, ignore_index: as in
         :func:`segmental_counts`.
 
@@ -631,7 +639,7 @@ def segmental_f1(
       float32 ``[..., K]`` in [0, 1]; 0 where the denominator is 0; NaN where a segment
       capacity overflowed.
 
-    >>> print(segmental_f1([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], overlaps=(0.5,)))
+    >>> print(segmental_f1([1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2], iou_thresholds=(0.5,)))
     [0.8]
 
     References:
@@ -643,7 +651,7 @@ def segmental_f1(
         targets,
         predictions,
         mask,
-        overlaps,
+        iou_thresholds,
         background,
         capacities,
         legacy_asformer_end,

@@ -20,7 +20,7 @@ from jaxseg._src.batching import lift
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
-from jaxseg._src.segmentation import DEFAULT_OVERLAPS, SegmentationStatistics
+from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
 from jaxseg._src.stats import (
     bootstrap,
     paired_bootstrap_test,
@@ -342,18 +342,18 @@ def _on_device(statistics, classes):
     return segmentation, jax.tree_util.tree_map(jnp.asarray, ClassStatistics(*classes))
 
 
-def _by_metric(overlaps, leaf, *trees):
+def _by_metric(iou_thresholds, leaf, *trees):
     """``{"accuracy": leaf(...), "f1": {tau: leaf(...)}, ...}`` as the Evaluator reports."""
     out = {}
     for name in trees[0]:
         values = [np.asarray(t[name]) for t in trees]
         if name in ("precision", "recall", "f1"):
-            if values[0].shape != (len(overlaps),):
+            if values[0].shape != (len(iou_thresholds),):
                 raise ValueError(
-                    f"overlaps must list the {values[0].shape[0]} thresholds of the "
-                    f"statistics, got {tuple(overlaps)}."
+                    f"iou_thresholds must list the {values[0].shape[0]} thresholds of the "
+                    f"statistics, got {tuple(iou_thresholds)}."
                 )
-            out[name] = {tau: leaf(*(v[i] for v in values)) for i, tau in enumerate(overlaps)}
+            out[name] = {tau: leaf(*(v[i] for v in values)) for i, tau in enumerate(iou_thresholds)}
         elif name == "class_accuracy":
             out[name] = [leaf(*(v[c] for v in values)) for c in range(values[0].shape[0])]
         else:
@@ -361,10 +361,11 @@ def _by_metric(overlaps, leaf, *trees):
     return out
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmentation_intervals(
     statistics,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     confidence: float = 0.95,
     num_samples: int = 10_000,
     method: str = "percentile",
@@ -380,7 +381,7 @@ def segmentation_intervals(
     Args:
       statistics: ``SegmentationStatistics`` of numpy or JAX arrays ``[N, ...]``
         (``Evaluator.statistics()``).
-      overlaps: the thresholds of ``statistics.tp`` (keys of the ``"f1"`` etc. dicts).
+      iou_thresholds: the thresholds of ``statistics.tp`` (keys of the ``"f1"`` etc. dicts).
       confidence: coverage level in (0, 1) (default 0.95).
       num_samples: number of bootstrap replicates (default 10,000).
       method: ``"percentile"`` (default) or ``"bca"``.
@@ -420,7 +421,7 @@ def segmentation_intervals(
     lower, upper = _around(
         result.lower, result.upper, dataset_metrics(statistics, class_stats=class_stats)
     )
-    out = _by_metric(tuple(overlaps), lambda lo, hi: (float(lo), float(hi)), lower, upper)
+    out = _by_metric(tuple(iou_thresholds), lambda lo, hi: (float(lo), float(hi)), lower, upper)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
     return out
@@ -443,11 +444,12 @@ def _check_same_videos(a: SegmentationStatistics, b: SegmentationStatistics):
         )
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmentation_comparison(
     statistics_a,
     statistics_b,
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     confidence: float = 0.95,
     num_samples: int = 10_000,
     alternative: str = "two-sided",
@@ -466,7 +468,7 @@ def segmentation_comparison(
       statistics_a: ``SegmentationStatistics`` ``[N, ...]`` of model A.
       statistics_b: the same for model B, on the same videos in the same order (checked:
         equal frame counts per video).
-      overlaps: the thresholds of the statistics.
+      iou_thresholds: the thresholds of the statistics.
       confidence: level of the interval in (0, 1) (default 0.95).
       num_samples: number of bootstrap replicates and of permutations (default 10,000).
       alternative: ``"two-sided"`` (default), ``"greater"`` (A better) or ``"less"``.
@@ -523,7 +525,7 @@ def segmentation_comparison(
         return dict(zip(fields, (float(v) for v in values), strict=True))
 
     out = _by_metric(
-        tuple(overlaps),
+        tuple(iou_thresholds),
         leaf,
         values_a,
         values_b,

@@ -14,10 +14,11 @@ import jax.numpy as jnp
 
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.frame import AVERAGES, count_pairs, scores_from_confusion
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
-from jaxseg._src.segmentation import DEFAULT_OVERLAPS, segmentation_statistics
+from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, segmentation_statistics
 
 EDIT_SCALE = 1 << 24
 SCORES = ("precision", "recall", "f1")
@@ -173,9 +174,10 @@ def _segmentation_results(state: SegmentationState) -> dict:
     }
 
 
+@renamed_arguments(overlaps="iou_thresholds")
 def segmentation(
     *,
-    overlaps=DEFAULT_OVERLAPS,
+    iou_thresholds=DEFAULT_IOU_THRESHOLDS,
     background=(),
     num_classes=None,
     max_target_segments=None,
@@ -191,7 +193,7 @@ def segmentation(
     whose mask is all False are padding and change nothing.
 
     Args:
-      overlaps: static IoU thresholds (see :func:`jaxseg.metrics.segmental_counts`).
+      iou_thresholds: static IoU thresholds (see :func:`jaxseg.metrics.segmental_counts`).
       background: static tuple of labels that form no segment.
       num_classes: optional static C; if given, ``compute`` also returns the frame-level
         metrics of :func:`frame_metrics`: ``class_accuracy``, ``mean_class_accuracy``,
@@ -216,7 +218,7 @@ def segmentation(
       for float64 scores divide the exact counts on the host (``correct`` and ``edit_sum``
       are in the state: ``to_int(state.correct) / to_int(state.frames)``).
 
-    >>> acc = segmentation(overlaps=(0.5,), background=(0,))
+    >>> acc = segmentation(iou_thresholds=(0.5,), background=(0,))
     >>> state = acc.init()
     >>> state = acc.update(state, [[1, 1, 0, 2, 2]], [[1, 1, 0, 0, 2]])
     >>> state = acc.update(state, [[3, 3, 3, 0, 0]], [[3, 0, 3, 0, 0]])
@@ -224,13 +226,13 @@ def segmentation(
     >>> round(float(result["accuracy"]), 4), float(result["edit"]), result["f1"].tolist()
     (0.8, 0.75, [0.5714285969734192])
     """
-    thresholds = checks.static_thresholds("overlaps", overlaps)
+    thresholds = checks.static_thresholds("iou_thresholds", iou_thresholds)
     background = checks.static_labels("background", background)
     num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
     frames_acc = None if num_classes is None else frame_metrics(num_classes=num_classes)
     ignore_index = checks.static_ignore_index(ignore_index)
     options = dict(
-        overlaps=overlaps,
+        iou_thresholds=iou_thresholds,
         background=background,
         max_target_segments=max_target_segments,
         max_predicted_segments=max_predicted_segments,
