@@ -213,3 +213,27 @@ def test_windowed_running_sum_equals_cumsum(n):
     x = np.random.default_rng(n).integers(0, 33, (3, n)).astype(np.int32)
     got = jax.jit(windowed_running_sum)(x)
     np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
+
+
+def test_selection_in_chunks_equals_one_selection(monkeypatch):
+    # Large capacities select their ranks in chunks; the frames must be the same.
+    from jaxseg._src import segments as kernels
+
+    rng = np.random.default_rng(11)
+    words = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype(np.uint32)
+    words[rng.random(300) < 0.3] = 0
+    want_frames = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    one, count = kernels.select_bits(words, 5000)
+    monkeypatch.setattr(kernels, "_SELECT_CELLS", 64)  # chunks of 4 ranks
+    chunked, chunked_count = jax.jit(kernels.select_bits, static_argnums=1)(words, 5000)
+    assert int(count) == int(chunked_count) == len(want_frames)
+    np.testing.assert_array_equal(one[: len(want_frames)], want_frames)
+    np.testing.assert_array_equal(chunked, one)
+
+
+def test_segment_tables_of_long_videos_need_memory_of_their_size():
+    # A 2M-frame video with a table of T rows once asked XLA for ~3.9 GB of scratch (ranks x
+    # block comparisons); chunked selection keeps it near the table's own size.
+    labels = jax.ShapeDtypeStruct((1, 2_000_000), np.int32)
+    compiled = jax.jit(jseg.to_segments).lower(labels).compile()
+    assert compiled.memory_analysis().temp_size_in_bytes < 256 * 2**20

@@ -318,6 +318,9 @@ def select_bits(words, capacity: int):
     words, then against the ``b`` counts of the block found (one contiguous gather). The bit
     inside the word comes from :func:`_select_in_word`. Compared with a binary search (one
     dependent gather per step) this is 1.5-2x faster on CPU and half the compile time.
+
+    The comparisons take ``capacity x b`` cells; beyond ``_SELECT_CELLS`` the ranks are
+    selected in chunks, one after another, so that memory grows with the capacity alone.
     """
     counts, running = _running_counts(words)
     n_words = words.shape[-1]
@@ -326,15 +329,28 @@ def select_bits(words, capacity: int):
     never = jnp.iinfo(jnp.int32).max  # padding: no k reaches it
     grid = jnp.pad(running, (0, blocks * block - n_words), constant_values=never)
     grid = grid.reshape(blocks, block)
+
+    def frames_of(k):
+        """Frames of the set bits of ranks ``k [m]``."""
+        before = jnp.sum(grid[None, :, -1] <= k[:, None], axis=-1, dtype=jnp.int32)
+        before = jnp.minimum(before, blocks - 1)
+        inside = jnp.sum(grid[before] <= k[:, None], axis=-1, dtype=jnp.int32)
+        word = jnp.minimum(before * block + inside, n_words - 1)
+        rank = k - (running[word] - counts[word])
+        return word * WORD_BITS + _select_in_word(words[word], rank)
+
     # Derived from the data, so that k is batched (and sharded) like ``running`` under vmap.
-    k = (jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0))[:, None]
-    block_ends = grid[None, :, -1]
-    before = jnp.minimum(jnp.sum(block_ends <= k, axis=-1, dtype=jnp.int32), blocks - 1)
-    inside = jnp.sum(grid[before] <= k, axis=-1, dtype=jnp.int32)
-    word = jnp.minimum(before * block + inside, n_words - 1)
-    rank = k[:, 0] - (running[word] - counts[word])
-    frame = word * WORD_BITS + _select_in_word(words[word], rank)
-    return frame, running[-1]
+    k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
+    chunk = max(1, _SELECT_CELLS // max(block, blocks))
+    if capacity <= chunk:
+        return frames_of(k), running[-1]
+    steps = -(-capacity // chunk)
+    k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
+    return lax.map(frames_of, k).reshape(-1)[:capacity], running[-1]
+
+
+# Comparison cells one selection may hold at once (see select_bits).
+_SELECT_CELLS = 1 << 22
 
 
 def select_runs(run_starts, n, capacity: int):
