@@ -184,11 +184,25 @@ def soft_edit_loss(
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
     stride = checks.static_int("stride", stride, minimum=1)
     checks.positive_if_static("gamma", gamma)
+    options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
+    loss = _soft_edit_program(logits, labels, mask, gamma, capacity=capacity, **options)
+    return nan_where_invalid(loss, invalid)
+
+
+# Validated arguments run as one compiled program per shape and static arguments, so that
+# calls outside ``jax.jit`` do not dispatch the dynamic programme's operations one by one.
+@functools.partial(
+    jax.jit, static_argnames=("capacity", "background", "normalize", "backward", "stride")
+)
+def _soft_edit_program(
+    logits, labels, mask, gamma, *, capacity, background, normalize, backward, stride
+):
+    """:func:`soft_edit_loss` ``[...]`` of validated logits ``[..., T, C]`` and labels."""
+    options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
     batch_shape, T = labels.shape[:-1], labels.shape[-1]
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
     gammas = jnp.broadcast_to(jnp.asarray(gamma, jnp.float32), labels.shape[:1])
-    options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
 
     def one(c, x, g, y, valid):
         return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
@@ -212,7 +226,7 @@ def soft_edit_loss(
         loss = sequence_loss(
             one, capacity, rows, others, count_bound=count_bound, bytes_per_sequence=dp_bytes
         )
-    return nan_where_invalid(jnp.reshape(loss, batch_shape), invalid)
+    return jnp.reshape(loss, batch_shape)
 
 
 def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -185,27 +187,18 @@ def ctc_transcript_loss(
     normalize = checks.static_choice("normalize", normalize, ("target", "none"))
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
 
-    def one(capacity, x, y, valid):
-        x = x.astype(compute_dtype(x))
-        if background:
-            blank = background[0]
-        else:
-            blank = x.shape[-1]
-            x = jnp.concatenate([x, jnp.full((*x.shape[:-1], 1), -1e5, x.dtype)], axis=-1)
-        x, n = compact_frames(x, valid)
-        y, _ = compact_frames(y, valid)
-        transcript = segments_of(y, n, background=background, capacity=capacity)
-        m = jnp.minimum(transcript.count, capacity)
-        frame_paddings = (jnp.arange(x.shape[0], dtype=jnp.int32) >= n).astype(x.dtype)
-        label_paddings = (jnp.arange(capacity, dtype=jnp.int32) >= m).astype(x.dtype)
-        symbols = jnp.maximum(transcript.labels, 0)
-        loss = optax.ctc_loss(
-            x[None], frame_paddings[None], symbols[None], label_paddings[None], blank_id=blank
-        )[0]
-        if normalize == "target":
-            loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
-        return jnp.where(transcript.count > capacity, jnp.nan, loss)
+    loss = _ctc_program(
+        logits, labels, mask, capacity=capacity, background=background, normalize=normalize
+    )
+    return nan_where_invalid(loss, invalid)
 
+
+# Validated arguments run as one compiled program per shape and static arguments, so that
+# calls outside ``jax.jit`` do not dispatch the lattice's operations one by one.
+@functools.partial(jax.jit, static_argnames=("capacity", "background", "normalize"))
+def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
+    """:func:`ctc_transcript_loss` ``[...]`` of validated logits ``[..., T, C]`` and labels."""
+    one = functools.partial(_ctc_one, background=background, normalize=normalize)
     batch_shape, T = labels.shape[:-1], labels.shape[-1]
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
@@ -218,7 +211,30 @@ def ctc_transcript_loss(
     loss = sequence_loss(
         one, capacity, rows, others, count_bound=bound, bytes_per_sequence=lattice_bytes
     )
-    return nan_where_invalid(jnp.reshape(loss, batch_shape), invalid)
+    return jnp.reshape(loss, batch_shape)
+
+
+def _ctc_one(capacity, x, y, valid, *, background, normalize):
+    """CTC loss of one sequence against its transcript of at most ``capacity`` segments."""
+    x = x.astype(compute_dtype(x))
+    if background:
+        blank = background[0]
+    else:
+        blank = x.shape[-1]
+        x = jnp.concatenate([x, jnp.full((*x.shape[:-1], 1), -1e5, x.dtype)], axis=-1)
+    x, n = compact_frames(x, valid)
+    y, _ = compact_frames(y, valid)
+    transcript = segments_of(y, n, background=background, capacity=capacity)
+    m = jnp.minimum(transcript.count, capacity)
+    frame_paddings = (jnp.arange(x.shape[0], dtype=jnp.int32) >= n).astype(x.dtype)
+    label_paddings = (jnp.arange(capacity, dtype=jnp.int32) >= m).astype(x.dtype)
+    symbols = jnp.maximum(transcript.labels, 0)
+    loss = optax.ctc_loss(
+        x[None], frame_paddings[None], symbols[None], label_paddings[None], blank_id=blank
+    )[0]
+    if normalize == "target":
+        loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
+    return jnp.where(transcript.count > capacity, jnp.nan, loss)
 
 
 # ----------------------------------------------------------------------------- 1-D intervals
