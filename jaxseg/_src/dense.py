@@ -54,14 +54,16 @@ def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_nd
     return counts[:-1].reshape(*batch, size, size)
 
 
-def _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
+def _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
+    """Accuracy ``[...]``, IoU and Dice ``[..., C]`` of each map from the public arguments."""
     targets, predictions, mask, num_classes, ignore_index, spatial_ndim = _prepare(
         targets, predictions, mask, num_classes, ignore_index, spatial_ndim
     )
     valid = jnp.ones(targets.shape, bool) if mask is None else mask
     if ignore_index is not None:
         valid = valid & (targets != ignore_index)
-    return confusion_matrices(targets, predictions, valid, num_classes, spatial_ndim)
+    matrix = confusion_matrices(targets, predictions, valid, num_classes, spatial_ndim)
+    return scores_from_confusion(matrix.astype(jnp.float32))
 
 
 def scores_from_confusion(matrix):
@@ -89,20 +91,6 @@ def nanmean_classes(per_class) -> ClassScores:
     return ClassScores(per_class, safe_divide(total, count, jnp.nan))
 
 
-_ARGS = """
-    Args:
-      targets: integer ``[..., *S]`` class ids in [0, C) (or ``ignore_index``); ``S`` is the
-        last ``spatial_ndim`` axes (one map: an image ``[H, W]``, a volume or a video). A
-        pixel whose target lies outside [0, C) is not a pixel of any class, but its
-        prediction still counts as a false positive (mmsegmentation).
-      predictions: integer ``[..., *S]`` class ids; one outside [0, C) is dropped and its
-        pixel counts as a miss (mmsegmentation).
-      num_classes: static number of classes C.
-      mask: optional ``bool[..., *S]``, True = valid pixel.
-      ignore_index: static int or None: target value whose pixels are removed (e.g. 255).
-      spatial_ndim: static number of trailing axes forming one map (default 2)."""
-
-
 def pixel_accuracy(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -112,9 +100,22 @@ def pixel_accuracy(
     ignore_index: int | None = None,
     spatial_ndim: int = 2,
 ) -> jax.Array:
-    """Fraction of valid pixels predicted correctly (mmsegmentation's aAcc), per map.
+    r"""Fraction of valid pixels predicted correctly (mmsegmentation's aAcc), per map.
 
-    {args}
+    :math:`aAcc = \sum_c TP_c / \#\{\text{valid pixels whose target lies in } [0, C)\}`.
+
+    Args:
+      targets: integer ``[..., *S]`` class ids in [0, C) (or ``ignore_index``); ``S`` is the
+        last ``spatial_ndim`` axes (one map: an image ``[H, W]``, a volume or a video). A
+        pixel whose target lies outside [0, C) is not a pixel of any class, but its
+        prediction still counts as a false positive (mmsegmentation).
+      predictions: integer ``[..., *S]`` class ids; one outside [0, C) is dropped and its
+        pixel counts as a miss (mmsegmentation).
+      num_classes: static number of classes C.
+      mask: optional ``bool[..., *S]``, True = valid pixel (default None: every pixel).
+      ignore_index: static int or None (default): target value whose pixels are removed
+        (e.g. 255).
+      spatial_ndim: static number of trailing axes forming one map (default 2).
 
     Returns:
       ``float32[...]`` in [0, 1]; NaN when no pixel is valid.
@@ -125,9 +126,11 @@ def pixel_accuracy(
 
     Note: as mmsegmentation's ``IoUMetric``, a prediction outside [0, C) counts as a miss
     and a target outside [0, C) (other than ``ignore_index``) leaves the denominator.
+
+    References:
+      mmsegmentation ``IoUMetric`` (``aAcc``).
     """
-    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
-    return scores_from_confusion(matrix.astype(jnp.float32))[0]
+    return _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)[0]
 
 
 def iou(
@@ -145,7 +148,9 @@ def iou(
     from both target and prediction is NaN and left out of the mean; one present in only one
     of them scores 0.
 
-    {args}
+    Args:
+      targets, predictions, num_classes, mask, ignore_index, spatial_ndim: as in
+        :func:`pixel_accuracy`.
 
     Returns:
       :class:`ClassScores`: ``per_class`` ``float32[..., C]`` and ``mean`` ``float32[...]``
@@ -158,8 +163,8 @@ def iou(
     References:
       mmsegmentation ``IoUMetric`` (dataset-level pooling is ``jaxseg.streaming.dense``).
     """
-    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
-    return nanmean_classes(scores_from_confusion(matrix.astype(jnp.float32))[1])
+    scores = _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
+    return nanmean_classes(scores[1])
 
 
 def dice(
@@ -175,7 +180,9 @@ def dice(
 
     :math:`Dice_c = 2 TP_c / (2 TP_c + FP_c + FN_c)`; absent classes as in :func:`iou`.
 
-    {args}
+    Args:
+      targets, predictions, num_classes, mask, ignore_index, spatial_ndim: as in
+        :func:`pixel_accuracy`.
 
     Returns:
       :class:`ClassScores`: ``per_class`` ``float32[..., C]`` and ``mean`` ``float32[...]``.
@@ -187,9 +194,5 @@ def dice(
     References:
       mmsegmentation ``IoUMetric`` (``mDice``).
     """
-    matrix = _matrices(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
-    return nanmean_classes(scores_from_confusion(matrix.astype(jnp.float32))[2])
-
-
-for _fn in (pixel_accuracy, iou, dice):
-    _fn.__doc__ = _fn.__doc__.replace("    {args}", _ARGS.strip("\n"))
+    scores = _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)
+    return nanmean_classes(scores[2])

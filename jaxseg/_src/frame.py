@@ -30,9 +30,9 @@ def accuracy(targets, predictions, *, mask=None, ignore_index=None) -> jax.Array
     Args:
       targets: integer ``[..., T]`` true labels.
       predictions: integer ``[..., T]`` predicted labels.
-      mask: optional bool ``[..., T]``, True = valid frame.
-      ignore_index: optional static int: frames whose target equals it are removed like
-        masked ones (PyTorch-style padding such as -100, or 255).
+      mask: optional bool ``[..., T]``, True = valid frame; default None: every frame.
+      ignore_index: optional static int (default None): frames whose target equals it are
+        removed like masked ones (PyTorch-style padding such as -100, or 255).
 
     Returns:
       float32 ``[...]`` in [0, 1]; NaN for a sequence without valid frames. Background frames
@@ -76,9 +76,7 @@ def confusion_matrix(
       targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
       predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
       num_classes: static number of classes C.
-      mask: optional bool ``[..., T]``, True = valid frame.
-      ignore_index: optional static int: frames whose target equals it are removed like
-        masked ones (PyTorch-style padding such as -100, or 255).
+      mask, ignore_index: as in :func:`accuracy`.
 
     Returns:
       int32 ``[..., C, C]``, rows = targets, columns = predictions (as scikit-learn). Labels
@@ -167,73 +165,77 @@ def _score(score, targets, predictions, num_classes, mask, average, ignore_index
     return scores_from_confusion(cm, score, average)
 
 
-_AVERAGE_DOC = """
+def precision(
+    targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
+) -> jax.Array:
+    """Frame-level precision of each sequence.
+
     Per class c, with TP, FP and FN counted over the valid frames of one sequence:
-    ``precision = TP / (TP + FP)``, ``recall = TP / (TP + FN)``,
-    ``f1 = 2 TP / (2 TP + FP + FN)``. A class absent from both targets and predictions is NaN
-    and excluded from means; any other 0/0 is 0 (scikit-learn's ``zero_division=0``).
+    ``precision_c = TP / (TP + FP)``. A class absent from both targets and predictions is NaN
+    and excluded from the means; any other 0/0 is 0 (scikit-learn's ``zero_division=0``).
 
     Args:
-      targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
-      predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
-      num_classes: static number of classes C.
-      mask: optional bool ``[..., T]``, True = valid frame.
-      ignore_index: optional static int: frames whose target equals it are removed like
-        masked ones (PyTorch-style padding such as -100, or 255).
-      average: static; ``"none"``: per class ``[..., C]``; ``"macro"``: mean over the defined
-        classes; ``"weighted"``: mean weighted by target frames (support); ``"micro"``: from
-        pooled counts, which for single-label frames equals accuracy.
+      targets, predictions, num_classes, mask, ignore_index: as in :func:`confusion_matrix`.
+      average: static, default ``"macro"``: the mean over the defined classes; ``"none"``:
+        per class ``[..., C]``; ``"weighted"``: mean weighted by target frames (support);
+        ``"micro"``: from pooled counts, which for single-label frames equals accuracy.
 
     Returns:
       float32 ``[...]`` (``[..., C]`` for ``average="none"``) in [0, 1], NaN where undefined.
-"""
 
+    >>> print(precision([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3, average="none"))
+    [1.        0.6666667       nan]
 
-def precision(
-    targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
-):
+    References:
+      scikit-learn ``precision_score`` (``average``, ``zero_division=0``).
+    """
     return _score("precision", targets, predictions, num_classes, mask, average, ignore_index)
 
 
 def recall(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
-):
+) -> jax.Array:
+    """Frame-level recall of each sequence.
+
+    ``recall_c = TP / (TP + FN)`` per class c; absent classes, 0/0 and the averages as in
+    :func:`precision`.
+
+    Args:
+      targets, predictions, num_classes, mask, ignore_index, average: as in :func:`precision`.
+
+    Returns:
+      float32 ``[...]`` (``[..., C]`` for ``average="none"``) in [0, 1], NaN where undefined.
+
+    >>> float(recall([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3))
+    0.75
+
+    References:
+      scikit-learn ``recall_score``.
+    """
     return _score("recall", targets, predictions, num_classes, mask, average, ignore_index)
 
 
 def f1_score(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
-):
-    return _score("f1", targets, predictions, num_classes, mask, average, ignore_index)
-
-
-precision.__doc__ = (
-    """Frame-level precision of each sequence.
-"""
-    + _AVERAGE_DOC
-    + """
-    >>> print(precision([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3, average="none"))
-    [1.        0.6666667       nan]
-"""
-)
-recall.__doc__ = (
-    """Frame-level recall of each sequence.
-"""
-    + _AVERAGE_DOC
-    + """
-    >>> float(recall([0, 0, 1, 1], [0, 1, 1, 1], num_classes=3))
-    0.75
-"""
-)
-f1_score.__doc__ = (
+) -> jax.Array:
     """Frame-level F1 score of each sequence.
-"""
-    + _AVERAGE_DOC
-    + """
+
+    ``f1_c = 2 TP / (2 TP + FP + FN)`` per class c; absent classes, 0/0 and the averages as in
+    :func:`precision`.
+
+    Args:
+      targets, predictions, num_classes, mask, ignore_index, average: as in :func:`precision`.
+
+    Returns:
+      float32 ``[...]`` (``[..., C]`` for ``average="none"``) in [0, 1], NaN where undefined.
+
     >>> round(float(f1_score([0, 0, 1, 1], [0, 1, 1, 1], num_classes=2, average="weighted")), 4)
     0.7333
-"""
-)
+
+    References:
+      scikit-learn ``f1_score``.
+    """
+    return _score("f1", targets, predictions, num_classes, mask, average, ignore_index)
 
 
 def class_accuracy(
@@ -247,12 +249,7 @@ def class_accuracy(
     ``recall(..., average="macro")``.
 
     Args:
-      targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
-      predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
-      num_classes: static number of classes C.
-      mask: optional bool ``[..., T]``, True = valid frame.
-      ignore_index: optional static int: frames whose target equals it are removed like
-        masked ones (PyTorch-style padding such as -100, or 255).
+      targets, predictions, num_classes, mask, ignore_index: as in :func:`confusion_matrix`.
 
     Returns:
       float32 ``[..., C]`` in [0, 1] or NaN.

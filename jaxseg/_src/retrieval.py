@@ -66,18 +66,6 @@ def _query_mean(values, valid):
     return safe_divide(total, count, jnp.nan)
 
 
-_ARGS = """
-    Args:
-      similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer).
-      targets: optional integer ``[..., Q]``: index of each query's match; default the
-        diagonal (query ``q`` matches item ``q``). A match outside ``[0, I)`` or on a padding
-        item is never retrieved (rank +inf: a miss at every k, reciprocal rank 0).
-      mask: optional ``bool[..., Q]``, True = valid query.
-      item_mask: optional ``bool[..., I]``, True = real item (padding items never outrank).
-      ties: static ``"pessimistic"`` (default: tied items rank ahead of the match),
-        ``"optimistic"`` (behind it) or ``"average"`` (half of them ahead)."""
-
-
 def retrieval_ranks(
     similarity: jax.typing.ArrayLike,
     *,
@@ -87,7 +75,16 @@ def retrieval_ranks(
 ) -> jax.Array:
     """0-based rank of each query's match: the number of items ranked ahead of it.
 
-    {args}
+    Args:
+      similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer).
+      targets: optional integer ``[..., Q]``: index of each query's match; default None, the
+        diagonal (query ``q`` matches item ``q``, which needs ``Q <= I``). A match outside
+        ``[0, I)`` or on a padding item is never retrieved (rank +inf: a miss at every k,
+        reciprocal rank 0).
+      item_mask: optional ``bool[..., I]``, True = real item (padding items never outrank);
+        default None: every item is real.
+      ties: static ``"pessimistic"`` (default: tied items rank ahead of the match),
+        ``"optimistic"`` (behind it) or ``"average"`` (half of them ahead).
 
     Returns:
       ``float32[..., Q]`` in [0, I - 1] (a multiple of 0.5 with ``ties="average"``); +inf
@@ -115,8 +112,10 @@ def recall_at_k(
 
     ``R@k = mean_q [rank_q < k]`` with 0-based ranks from :func:`retrieval_ranks`.
 
-    {args}
-      k: static tuple of positive ints (an int is accepted).
+    Args:
+      similarity, targets, item_mask, ties: as in :func:`retrieval_ranks`.
+      k: static tuple of positive ints (an int is accepted); default ``(1, 5, 10)``.
+      mask: optional ``bool[..., Q]``, True = valid query; default None: every query.
 
     Returns:
       ``float32[..., len(k)]`` in [0, 1]; NaN when no query is valid.
@@ -146,7 +145,8 @@ def mean_reciprocal_rank(
 ) -> jax.Array:
     """Mean reciprocal rank: ``mean_q 1 / (rank_q + 1)`` over valid queries.
 
-    {args}
+    Args:
+      similarity, targets, mask, item_mask, ties: as in :func:`recall_at_k`.
 
     Returns:
       ``float32[...]`` in (0, 1]; NaN when no query is valid.
@@ -154,6 +154,9 @@ def mean_reciprocal_rank(
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> round(float(mean_reciprocal_rank(sim)), 6)
     0.555556
+
+    References:
+      Voorhees, "The TREC-8 Question Answering Track Report", TREC 1999.
     """
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
     return _query_mean(1.0 / (rank + 1.0), valid)
@@ -169,7 +172,10 @@ def mean_rank(
 ) -> jax.Array:
     """Mean 1-based rank of the matches (CLIP4Clip's MeanR).
 
-    {args}
+    ``MeanR = mean_q (rank_q + 1)`` over valid queries, ``rank_q`` from :func:`retrieval_ranks`.
+
+    Args:
+      similarity, targets, mask, item_mask, ties: as in :func:`recall_at_k`.
 
     Returns:
       ``float32[...]`` in [1, I]; NaN when no query is valid.
@@ -177,6 +183,9 @@ def mean_rank(
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> float(mean_rank(sim))
     2.3333332538604736
+
+    References:
+      Luo et al., "CLIP4Clip", 2021 (``metrics.compute_metrics``).
     """
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
     return _query_mean(rank + 1.0, valid)
@@ -192,7 +201,10 @@ def median_rank(
 ) -> jax.Array:
     """Median 1-based rank of the matches (CLIP4Clip's MedR; mean of the middle two if even).
 
-    {args}
+    ``MedR = median_q (rank_q + 1)`` over valid queries, ``rank_q`` from :func:`retrieval_ranks`.
+
+    Args:
+      similarity, targets, mask, item_mask, ties: as in :func:`recall_at_k`.
 
     Returns:
       ``float32[...]`` in [1, I]; NaN when no query is valid.
@@ -200,6 +212,9 @@ def median_rank(
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> float(median_rank(sim))
     3.0
+
+    References:
+      Luo et al., "CLIP4Clip", 2021 (``metrics.compute_metrics``).
     """
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
     count = jnp.sum(valid, axis=-1, dtype=jnp.int32, keepdims=True)
@@ -209,9 +224,3 @@ def median_rank(
     upper = jnp.take_along_axis(ordered, jnp.clip(count // 2, 0, last), axis=-1)
     median = 0.5 * (lower + upper) + 1.0
     return jnp.where(count > 0, median, jnp.nan)[..., 0]
-
-
-_MASK_LINE = "      mask: optional ``bool[..., Q]``, True = valid query.\n"
-for _fn in (retrieval_ranks, recall_at_k, mean_reciprocal_rank, mean_rank, median_rank):
-    _args = _ARGS.replace(_MASK_LINE, "") if _fn is retrieval_ranks else _ARGS
-    _fn.__doc__ = _fn.__doc__.replace("    {args}", _args.strip("\n"))

@@ -81,17 +81,6 @@ def _ratio_loss(numerator, denominator, smooth):
     return 1.0 - jnp.where(tiny, frozen, ratio)
 
 
-_COMMON_ARGS = """logits: float ``[..., T, C]`` (or ``[..., H, W, C]`` with ``event_ndim=2``)
-        unnormalised scores; softmax over the last axis inside, in float32.
-      labels: integer ``[..., T]`` (or ``[..., H, W]``) labels in ``[0, C)``.
-      mask: optional bool, the shape of ``labels``, True = valid; masked positions are removed
-        (their probabilities and labels are zeroed before any sum) and get zero gradient.
-      ignore_index: optional static int: positions whose label equals it are removed like
-        masked ones (PyTorch-style padding such as -100, or 255). Any other label outside
-        ``[0, C)`` on a valid position raises ``ValueError`` when the labels are concrete;
-        traced, it makes that example's loss NaN (with zero gradient)."""
-
-
 def soft_jaccard_loss(
     logits, labels, *, mask=None, smooth=0.0, classes="present", event_ndim=1, ignore_index=None
 ) -> jax.Array:
@@ -102,13 +91,23 @@ def soft_jaccard_loss(
     On one-hot probabilities with ``smooth=0`` it equals 1 − the IoU of each class.
 
     Args:
-      {common}
+      logits: float ``[..., T, C]`` (or ``[..., H, W, C]`` with ``event_ndim=2``)
+        unnormalised scores; softmax over the last axis inside, in float32.
+      labels: integer ``[..., T]`` (or ``[..., H, W]``) labels in ``[0, C)``.
+      mask: optional bool, the shape of ``labels``, True = valid (default None: every
+        position); masked positions are removed (their probabilities and labels are zeroed
+        before any sum) and get zero gradient.
       smooth: float ``s`` added to numerator and denominator. Default 0 (the exact
         relaxation); with ``classes="all"`` use ``s > 0`` so that classes absent from both
         prediction and labels score 1 instead of 0.
-      classes: ``"present"`` (mean over classes present in the labels) or ``"all"``.
-      event_ndim: static, number of axes of one example before the class axis (1: ``[T]``,
-        2: ``[H, W]``).
+      classes: static, ``"present"`` (default: mean over classes present in the labels) or
+        ``"all"``.
+      event_ndim: static, number of axes of one example before the class axis (default 1:
+        ``[T]``; 2: ``[H, W]``).
+      ignore_index: optional static int (default None): positions whose label equals it are
+        removed like masked ones (PyTorch-style padding such as -100, or 255). Any other label
+        outside ``[0, C)`` on a valid position raises ``ValueError`` when the labels are
+        concrete; traced, it makes that example's loss NaN (with zero gradient).
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions (``"present"``).
@@ -151,11 +150,9 @@ def soft_dice_loss(
     On one-hot probabilities with ``smooth=0`` both equal 1 − the Dice coefficient.
 
     Args:
-      {common}
-      smooth: float ``s`` added to numerator and denominator. Default 0.
-      form: ``"sorensen"`` or ``"squared"``.
-      classes: ``"present"`` or ``"all"`` (as :func:`soft_jaccard_loss`).
-      event_ndim: static, axes of one example before the class axis.
+      logits, labels, mask, smooth, classes, event_ndim, ignore_index: as in
+        :func:`soft_jaccard_loss`.
+      form: static, ``"sorensen"`` (default) or ``"squared"``.
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions.
@@ -203,12 +200,10 @@ def tversky_loss(
     Dice loss and ``alpha = beta = 1`` the Jaccard loss.
 
     Args:
-      {common}
+      logits, labels, mask, smooth, classes, event_ndim, ignore_index: as in
+        :func:`soft_jaccard_loss`.
       alpha: float weight of false positives. Default 0.5.
       beta: float weight of false negatives. Default 0.5.
-      smooth: float ``s`` added to numerator and denominator. Default 0.
-      classes: ``"present"`` or ``"all"``.
-      event_ndim: static, axes of one example before the class axis.
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions.
@@ -242,9 +237,7 @@ def generalized_dice_loss(
     with ``w_c = 0`` for classes absent from the labels (their ``1/G_c^2`` is infinite).
 
     Args:
-      {common}
-      smooth: float ``s`` added to numerator and denominator. Default 0.
-      event_ndim: static, axes of one example before the class axis.
+      logits, labels, mask, smooth, event_ndim, ignore_index: as in :func:`soft_jaccard_loss`.
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions.
@@ -422,9 +415,7 @@ def lovasz_softmax_loss(
     On one-hot probabilities it equals 1 − the IoU of each class.
 
     Args:
-      {common}
-      classes: ``"present"`` (mean over classes present in the labels) or ``"all"``.
-      event_ndim: static, axes of one example before the class axis.
+      logits, labels, mask, classes, event_ndim, ignore_index: as in :func:`soft_jaccard_loss`.
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions.
@@ -457,13 +448,3 @@ def lovasz_softmax_loss(
     present = jnp.any(foreground, axis=1)
     per_class = _lovasz_per_class(errors, foreground, present)
     return nan_where_invalid(_class_mean(per_class, present, classes).reshape(batch), invalid)
-
-
-for _fn in (
-    soft_jaccard_loss,
-    soft_dice_loss,
-    tversky_loss,
-    generalized_dice_loss,
-    lovasz_softmax_loss,
-):
-    _fn.__doc__ = _fn.__doc__.replace("{common}", _COMMON_ARGS)

@@ -206,11 +206,9 @@ def bootstrap_replicates(
     so that memory stays ``O(batch_size * N)``.
 
     Args:
-      statistics: pytree of per-video statistics, leaves ``[N, ...]``.
-      metric_fn: static ``metric_fn(statistics, weights) -> pytree`` (see module docstring).
-      key: a PRNG key; the same key gives the same replicates.
+      statistics, metric_fn, key, strata: as in :func:`bootstrap` (the same key gives the
+        same replicates).
       num_samples: static number of replicates B (default 10,000).
-      strata: optional integer ``[N]`` group ids for stratified resampling.
       batch_size: static number of replicates computed at once (default 1000); the result
         does not depend on it.
 
@@ -482,14 +480,9 @@ def paired_bootstrap_test(
     Args:
       statistics_a: per-video statistics of model A, leaves ``[N, ...]``.
       statistics_b: per-video statistics of model B on the same N videos, same shapes.
-      metric_fn: static ``metric_fn(statistics, weights) -> pytree``.
-      key: a PRNG key.
-      num_samples: static number of replicates B >= 2 (default 10,000).
-      confidence: static level of the interval in (0, 1) (default 0.95).
-      method: static, ``"percentile"`` (default) or ``"bca"``.
+      metric_fn, key, num_samples, confidence, method, strata, batch_size: as in
+        :func:`bootstrap`.
       alternative: static, ``"two-sided"`` (default), ``"greater"`` or ``"less"``.
-      strata: optional integer ``[N]`` group ids for stratified resampling.
-      batch_size: static number of replicates computed at once (default 1000).
 
     Returns:
       :class:`PairedTestResult` ``(difference, lower, upper, p_value)``, each float32 and shaped
@@ -548,12 +541,9 @@ def permutation_test(
     For an interval of the difference use :func:`paired_bootstrap_test`.
 
     Args:
-      statistics_a: per-video statistics of model A, leaves ``[N, ...]``.
-      statistics_b: per-video statistics of model B on the same N videos, same shapes.
-      metric_fn: static ``metric_fn(statistics, weights) -> pytree``.
-      key: a PRNG key.
+      statistics_a, statistics_b, metric_fn, key, alternative: as in
+        :func:`paired_bootstrap_test`.
       num_samples: static number of random permutations B >= 1 (default 10,000).
-      alternative: static, ``"two-sided"`` (default), ``"greater"`` or ``"less"``.
       batch_size: static number of permutations computed at once (default 1000).
 
     Returns:

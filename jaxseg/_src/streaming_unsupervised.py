@@ -136,8 +136,7 @@ def per_video_hungarian(
     """Accumulator of a per-video protocol's dataset values: means over videos.
 
     Args:
-      num_classes: static number of classes C (targets in ``[-1, C)``).
-      num_clusters: static number of clusters K (predictions in ``[-1, K)``).
+      num_classes, num_clusters: as in :func:`global_hungarian`.
       protocol: static; ``"twfinch"`` (:func:`jaxseg.metrics.per_video_hungarian_scores`,
         keys ``mof``, ``iou``, ``f1``; ``update`` takes ``iou_divisor=``) or ``"asot"``
         (:func:`jaxseg.metrics.asot_hungarian_scores` with ``mode="per"``, keys ``mof``,
