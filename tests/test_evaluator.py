@@ -23,7 +23,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxseg import Evaluator
+from jaxseg import Evaluator, metrics
 from jaxseg._host import evaluator as evaluator_module
 from jaxseg._host.padding import length_groups
 
@@ -789,3 +789,26 @@ def test_one_long_video_is_not_padding_for_the_others(monkeypatch):
     assert ev.per_video() == one_by_one.per_video()
     for a, b in zip(ev.statistics(), one_by_one.statistics(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("background", [(), (0,), (0, 3)])
+def test_class_counts_are_the_confusion_matrix_sums(background):
+    # The counts behind class accuracy and the CLI's per-class table: the pooled confusion
+    # matrix's row sums, column sums and diagonal, background classes included.
+    rng = np.random.default_rng(len(background))
+    videos = [rng.integers(0, 5, rng.integers(1, 60)) for _ in range(9)]
+    predictions = [
+        np.where(rng.random(v.size) < 0.3, rng.integers(0, 5, v.size), v) for v in videos
+    ]
+    ev = Evaluator(num_classes=5, background=background)
+    ev.add(videos, predictions)
+    confusion = np.asarray(
+        metrics.confusion_matrix(np.concatenate(videos), np.concatenate(predictions), num_classes=5)
+    )
+    counts = ev.class_counts()
+    np.testing.assert_array_equal(counts.support, confusion.sum(axis=1))
+    np.testing.assert_array_equal(counts.predicted, confusion.sum(axis=0))
+    np.testing.assert_array_equal(counts.correct, np.diagonal(confusion))
+    support = counts.support.astype(float)
+    recall = np.divide(counts.correct, support, out=np.zeros(5), where=support > 0)
+    np.testing.assert_allclose(ev.get()["class_accuracy"][support > 0], recall[support > 0])

@@ -435,7 +435,7 @@ def _lookup(result: dict, key):
 
 
 def _segmentation_report(
-    dataset, evaluator, class_stats, *, background, iou_thresholds, intervals, per_video: bool
+    dataset, evaluator, per_class: bool, *, background, iou_thresholds, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
     metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in iou_thresholds)]
@@ -475,8 +475,8 @@ def _segmentation_report(
                 "per_video", "Per video (%)", ("video", "frames", *columns[1:]), tuple(video_rows)
             )
         )
-    if class_stats is not None:
-        sections.append(_class_section(dataset.class_names, class_stats["confusion"]))
+    if per_class:
+        sections.append(_class_section(dataset.class_names, evaluator.class_counts()))
     background_names = [dataset.class_names[i] for i in background]
     summary = {
         "videos": len(dataset.names),
@@ -495,17 +495,17 @@ def _segmentation_report(
     return reports.Report(text, summary, tuple(sections))
 
 
-def _class_section(class_names, confusion) -> reports.Section:
-    """Per-class frame recall (class accuracy), precision and F1 from the pooled confusion.
+def _class_section(class_names, counts) -> reports.Section:
+    """Per-class frame recall (class accuracy), precision and F1 from the Evaluator's class
+    counts (:meth:`~jaxseg.Evaluator.class_counts`, the pooled confusion's diagonal and sums).
 
     As mmsegmentation's mAcc / mFscore: a ratio whose denominator is 0 is undefined ("-",
     null), not 0: the recall of a class without ground-truth frames, the precision of a class
     never predicted, the F1 of a class in neither. A mean is over the classes where the value
     is defined (so mean recall is over the classes in the ground truth).
     """
-    confusion = np.asarray(confusion, np.int64)
-    tp = np.diagonal(confusion).astype(np.float64)
-    frames, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+    tp = np.asarray(counts.correct, np.int64).astype(np.float64)
+    frames, predicted = np.asarray(counts.support), np.asarray(counts.predicted)
 
     def ratio(numerator, denominator):
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -633,8 +633,7 @@ def _run_evaluate(args) -> int:
         iou_thresholds=iou_thresholds,
         legacy=args.legacy_asformer_end,
     )
-    needs_classes = args.per_class or args.plot is not None
-    class_stats = _class_statistics(dataset) if needs_classes else None
+    class_stats = _class_statistics(dataset) if args.plot is not None else None
     intervals = None
     if args.confidence is not None:
         intervals = _confidence_intervals(
@@ -643,7 +642,7 @@ def _run_evaluate(args) -> int:
     report = _segmentation_report(
         dataset,
         evaluator,
-        class_stats if args.per_class else None,
+        args.per_class,
         background=background,
         iou_thresholds=iou_thresholds,
         intervals=intervals,

@@ -33,7 +33,7 @@ from jaxseg._src.segmentation import (
     tables_from_words,
 )
 from jaxseg._src.segments import Segments, background_tallies, pair_words
-from jaxseg._src.stats_segmentation import segmentation_intervals
+from jaxseg._src.stats_segmentation import ClassStatistics, segmentation_intervals
 
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
@@ -524,6 +524,20 @@ class Evaluator:
         if not self._stats:
             raise ValueError("no video has been added yet.")
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *self._stats)
+
+    def class_counts(self) -> ClassStatistics:
+        """Frame counts of each class over every video added: the confusion matrix's row sums
+        (``support``), column sums (``predicted``) and diagonal (``correct``), numpy int64
+        ``[C]``, background classes included. ``get()``'s class accuracy is
+        ``correct / support``; ``jaxseg evaluate --per-class`` reports these same counts.
+
+        >>> ev = Evaluator(num_classes=3)
+        >>> ev.add([0, 1, 1, 2], [0, 1, 2, 2])
+        >>> ev.class_counts().correct.tolist()
+        [1, 1, 1]
+        """
+        self._flush()
+        return ClassStatistics(*(counts.copy() for counts in self._class_counts))
 
     def get(
         self, confidence: float | None = None, *, num_samples: int = 10_000, seed: int = 0
