@@ -812,3 +812,17 @@ def test_class_counts_are_the_confusion_matrix_sums(background):
     support = counts.support.astype(float)
     recall = np.divide(counts.correct, support, out=np.zeros(5), where=support > 0)
     np.testing.assert_allclose(ev.get()["class_accuracy"][support > 0], recall[support > 0])
+
+
+def test_no_process_global_state():
+    # What an Evaluator remembers (shapes compiled ahead, buffers) belongs to the instance:
+    # the module holds constants and functions only.
+    from concurrent import futures
+
+    mutable = (set, dict, list, futures.Executor)
+    state = [
+        name
+        for name, value in vars(evaluator_module).items()
+        if not name.startswith("__") and isinstance(value, mutable)
+    ]
+    assert not state, state

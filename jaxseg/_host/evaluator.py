@@ -45,8 +45,6 @@ _MAX_CLASSES = 1 << 20
 # Breakfast-sized set (1712 videos of 300-6000 frames, 5.4 M frames) pads by 4.8 M and stays
 # one batch; one 20 M-frame video gets a batch of its own.
 _GROUP_WASTE = 1 << 23
-_COMPILER = futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxseg-compile")
-_SURVEYED: set[tuple] = set()  # (shape, dtype, background) of every batch phase 1 has seen
 
 
 @functools.partial(jax.jit, static_argnames="background")
@@ -208,6 +206,7 @@ class Evaluator:
         self.iou_thresholds = tuple(float(t) for t in iou_thresholds)
         self.legacy_asformer_end = bool(legacy_asformer_end)
         self._buffers = PaddedBuffers()
+        self._surveyed: set[tuple] = set()  # (shape, dtype) of every batch phase 1 has seen
         self.reset()
 
     def reset(self) -> None:
@@ -312,11 +311,15 @@ class Evaluator:
         count_bins = self._count_bins(
             names, padded_t[:size], padded_p[:size], padded_lengths, bound
         )
-        ahead = self._compile_ahead(padded_t, padded_p, padded_lengths, size, count_bins)
-        words, sizes, background_frames = _survey(*device, background=self.background)
-        n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
-        static = self._phase_two_static(padded_t.shape[-1], n_target, n_prediction, n_candidates)
-        futures.wait(ahead)  # they may be compiling these very programs
+        ahead = self._lower_ahead(padded_t, padded_p, padded_lengths, size, count_bins)
+        with futures.ThreadPoolExecutor(max_workers=max(len(ahead), 1)) as compiler:
+            compiling = [compiler.submit(program.compile) for program in ahead]
+            words, sizes, background_frames = _survey(*device, background=self.background)
+            n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
+            static = self._phase_two_static(
+                padded_t.shape[-1], n_target, n_prediction, n_candidates
+            )
+            futures.wait(compiling)  # they may be compiling these very programs
         tables = _tabulate(*device, words, tables=static["tables"])
         stats, label_range, counts = _measure(
             device[2], words, *tables, options=static["options"], num_classes=count_bins
@@ -372,18 +375,20 @@ class Evaluator:
         classes = max(self.num_classes or 1, self._class_counts.shape[1], largest + 1)
         return bucket(classes, minimum=128)
 
-    def _compile_ahead(self, padded_t, padded_p, padded_lengths, size, count_bins) -> list:
-        """The first time phase 1 sees a batch shape, phase 2 is lowered for the capacities
-        counted on the host and compiled on other threads while phase 1 compiles and runs, so
-        that its compilation need not wait for phase 1's results (``benchmarks/README.md``).
+    def _lower_ahead(self, padded_t, padded_p, padded_lengths, size, count_bins) -> list:
+        """The first time this Evaluator's phase 1 sees a batch shape, phase 2 is lowered for
+        the capacities counted on the host, to be compiled on other threads while phase 1
+        compiles and runs, so that its compilation need not wait for phase 1's results
+        (``benchmarks/README.md``). JAX caches what was lowered and compiled, so another
+        Evaluator meeting the same shape finds its programs ready.
 
-        Returns the futures of the compilations (none when the shape was seen). Lowering here,
-        before phase 1 is traced, keeps the two traces from taking turns with the GIL.
+        Returns the lowered programs (none when the shape was seen). Lowering here, before
+        phase 1 is traced, keeps the two traces from taking turns with the GIL.
         """
-        signature = (padded_t.shape, padded_t.dtype, self.background)
-        if signature in _SURVEYED:
+        signature = (padded_t.shape, padded_t.dtype)
+        if signature in self._surveyed:
             return []
-        _SURVEYED.add(signature)
+        self._surveyed.add(signature)
         videos = (padded_t[:size], padded_p[:size], padded_lengths[:size])
         largest = _largest_sizes(*videos, self.background)
         inputs = _shapes((padded_t, padded_p, padded_lengths))
@@ -395,7 +400,7 @@ class Evaluator:
         measure = _measure.lower(
             inputs[2], words, *tables, options=static["options"], num_classes=count_bins
         )
-        return [_COMPILER.submit(program.compile) for program in (tabulate, measure)]
+        return [tabulate, measure]
 
     def _with_background(self, label_range, background_frames):
         """Widens the per-video segment label ranges ``[4, B]`` by the background labels that
