@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from concurrent import futures
 
 import jax
 import jax.numpy as jnp
@@ -64,37 +63,6 @@ def _survey(targets, predictions, lengths, *, background):
     return words, sizes, tallies
 
 
-def _largest_sizes(targets, predictions, lengths, background, rows=128) -> tuple[int, int, int]:
-    """What phase 1 counts, on the host: the most target segments, predicted segments and
-    candidate matches of a video of a padded batch ``[B, T]``, as :func:`pair_words` defines
-    them (run starts of kept labels; run starts of the label pair where both labels agree).
-
-    Blocks of ``rows`` videos keep the temporaries in cache: 1712 Breakfast-shaped videos
-    take ~25 ms.
-    """
-    frames = np.arange(targets.shape[1])
-    largest = np.zeros(3, np.int64)
-    for first in range(0, len(targets), rows):
-        t, p = targets[first : first + rows], predictions[first : first + rows]
-        kept_t = frames < lengths[first : first + rows, None]
-        kept_p = kept_t.copy()
-        for label in background:
-            kept_t &= t != label
-            kept_p &= p != label
-        runs_t, runs_p = np.ones(t.shape, bool), np.ones(t.shape, bool)
-        np.not_equal(t[:, 1:], t[:, :-1], out=runs_t[:, 1:])
-        np.not_equal(p[:, 1:], p[:, :-1], out=runs_p[:, 1:])
-        candidates = (runs_t | runs_p) & kept_t & (t == p)
-        for k, starts in enumerate((runs_t & kept_t, runs_p & kept_p, candidates)):
-            largest[k] = max(largest[k], np.count_nonzero(starts, axis=1).max(initial=0))
-    return tuple(int(x) for x in largest)
-
-
-def _shapes(tree):
-    """The shapes and dtypes of a pytree of arrays (no shardings: those of uncommitted arrays)."""
-    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
-
-
 def _class_tallies(target: Segments, prediction: Segments, candidates: Candidates):
     """Entries of the class counts of one video: ``(label, frames)`` of every target and
     predicted segment, and of every same-label overlap (the correctly predicted frames)."""
@@ -119,8 +87,8 @@ def _tabulate(targets, predictions, lengths, words, *, tables):
     """Phase 2a: the segment tables and candidate matches of every video (``tables``: static
     keyword items of ``tables_from_words``).
 
-    Phase 2 is two programs so that a first evaluation compiles them side by side (and beside
-    phase 1); both use the fast-compiling options of :mod:`jaxseg._host.compilation`."""
+    Phase 2 is two programs: as one, XLA:CPU ran it slower (``benchmarks/segmentation.py``,
+    both data sets); both use the fast-compiling options of :mod:`jaxseg._host.compilation`."""
     one = lambda *args: tables_from_words(*args, **dict(tables))  # noqa: E731
     return jax.vmap(one)(targets, predictions, lengths, words)
 
@@ -206,7 +174,6 @@ class Evaluator:
         self.iou_thresholds = tuple(float(t) for t in iou_thresholds)
         self.legacy_asformer_end = bool(legacy_asformer_end)
         self._buffers = PaddedBuffers()
-        self._surveyed: set[tuple] = set()  # (shape, dtype) of every batch phase 1 has seen
         self.reset()
 
     def reset(self) -> None:
@@ -311,15 +278,9 @@ class Evaluator:
         count_bins = self._count_bins(
             names, padded_t[:size], padded_p[:size], padded_lengths, bound
         )
-        ahead = self._lower_ahead(padded_t, padded_p, padded_lengths, size, count_bins)
-        with futures.ThreadPoolExecutor(max_workers=max(len(ahead), 1)) as compiler:
-            compiling = [compiler.submit(program.compile) for program in ahead]
-            words, sizes, background_frames = _survey(*device, background=self.background)
-            n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
-            static = self._phase_two_static(
-                padded_t.shape[-1], n_target, n_prediction, n_candidates
-            )
-            futures.wait(compiling)  # they may be compiling these very programs
+        words, sizes, background_frames = _survey(*device, background=self.background)
+        n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
+        static = self._phase_two_static(padded_t.shape[-1], n_target, n_prediction, n_candidates)
         tables = _tabulate(*device, words, tables=static["tables"])
         stats, label_range, counts = _measure(
             device[2], words, *tables, options=static["options"], num_classes=count_bins
@@ -374,33 +335,6 @@ class Evaluator:
         largest = bound if bound <= _INT32.max else 0
         classes = max(self.num_classes or 1, self._class_counts.shape[1], largest + 1)
         return bucket(classes, minimum=128)
-
-    def _lower_ahead(self, padded_t, padded_p, padded_lengths, size, count_bins) -> list:
-        """The first time this Evaluator's phase 1 sees a batch shape, phase 2 is lowered for
-        the capacities counted on the host, to be compiled on other threads while phase 1
-        compiles and runs, so that its compilation need not wait for phase 1's results
-        (``benchmarks/README.md``). JAX caches what was lowered and compiled, so another
-        Evaluator meeting the same shape finds its programs ready.
-
-        Returns the lowered programs (none when the shape was seen). Lowering here, before
-        phase 1 is traced, keeps the two traces from taking turns with the GIL.
-        """
-        signature = (padded_t.shape, padded_t.dtype)
-        if signature in self._surveyed:
-            return []
-        self._surveyed.add(signature)
-        videos = (padded_t[:size], padded_p[:size], padded_lengths[:size])
-        largest = _largest_sizes(*videos, self.background)
-        inputs = _shapes((padded_t, padded_p, padded_lengths))
-        survey = functools.partial(_survey, background=self.background)
-        words = _shapes(jax.eval_shape(survey, *inputs)[0])  # traces what phase 1 runs
-        static = self._phase_two_static(padded_t.shape[-1], *largest)
-        tabulate = _tabulate.lower(*inputs, words, tables=static["tables"])
-        tables = _shapes(tabulate.out_info)
-        measure = _measure.lower(
-            inputs[2], words, *tables, options=static["options"], num_classes=count_bins
-        )
-        return [tabulate, measure]
 
     def _with_background(self, label_range, background_frames):
         """Widens the per-video segment label ranges ``[4, B]`` by the background labels that
