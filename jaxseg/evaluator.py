@@ -1,4 +1,4 @@
-"""Public namespace: the classic host-side ``Evaluator().add(gt, pred)`` / ``.get()`` API."""
+"""Public namespace: the classic host-side ``Evaluator().add(targets, predictions)`` / ``.get()`` API."""
 
 from jaxseg._host.evaluator import Evaluator
 

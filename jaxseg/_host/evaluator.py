@@ -1,4 +1,4 @@
-"""The classic host-side evaluator: ``Evaluator().add(gt, pred)`` ... ``.get()``."""
+"""The classic host-side evaluator: ``Evaluator().add(targets, predictions)`` ... ``.get()``."""
 
 from __future__ import annotations
 
