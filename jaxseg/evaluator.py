@@ -1,4 +1,4 @@
-"""Public namespace: the classic host-side ``Evaluator().add(targets, predictions)`` / ``.get()`` API."""
+"""Public namespace: the classic host-side ``Evaluator().add(targets, predictions)``, ``.get()``."""
 
 from jaxseg._host.evaluator import Evaluator
 
