@@ -58,13 +58,18 @@ def golden_path(name: str) -> pathlib.Path:
     return pathlib.Path(os.environ.get("JAXSEG_GOLDEN", GOLDEN)) / name
 
 
-@pytest.fixture(scope="session")
-def golden_segmentation():
-    """``(json, npz)`` of golden/segmentation.{json,npz}; skips when the folder is absent."""
-    path = golden_path("segmentation.json")
+def load_golden(stem: str):
+    """``(json, npz arrays)`` of golden ``<stem>.json`` and ``<stem>.npz``; skips the test
+    when they are absent (a JAXSEG_GOLDEN folder without them)."""
+    path = golden_path(f"{stem}.json")
     if not path.exists():
         pytest.skip(f"golden data not found at {path} (set JAXSEG_GOLDEN)")
     with open(path) as f:
         data = json.load(f)
-    arrays = dict(np.load(golden_path("segmentation.npz")))
-    return data, arrays
+    return data, dict(np.load(golden_path(f"{stem}.npz")))
+
+
+@pytest.fixture(scope="session")
+def golden_segmentation():
+    """``(json, npz)`` of golden/segmentation.{json,npz}."""
+    return load_golden("segmentation")

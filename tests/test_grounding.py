@@ -10,14 +10,13 @@ default float32 a decision may differ only where the float64 IoU is within 1e-6 
 from __future__ import annotations
 
 import itertools
-import json
 
 import _reference_grounding as ref
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import golden_path
+from conftest import load_golden
 
 from jaxseg import metrics as M
 from jaxseg import streaming
@@ -28,12 +27,7 @@ RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
 
 @pytest.fixture(scope="module")
 def golden():
-    path = golden_path("grounding/grounding.json")
-    if not path.exists():
-        pytest.skip(f"golden data not found at {path} (set JAXSEG_GOLDEN)")
-    with open(path) as f:
-        data = json.load(f)
-    return data, dict(np.load(golden_path("grounding/grounding.npz")))
+    return load_golden("grounding/grounding")
 
 
 def _first_window(mask):

@@ -4,13 +4,12 @@ THUMOS-14 settings, degenerate cases and the streaming accumulator."""
 from __future__ import annotations
 
 import itertools
-import json
 
 import _reference_grounding as ref
 import jax
 import numpy as np
 import pytest
-from conftest import golden_path
+from conftest import load_golden
 
 from jaxseg import metrics as M
 from jaxseg import streaming
@@ -21,12 +20,7 @@ THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 
 @pytest.fixture(scope="module")
 def golden():
-    path = golden_path("proposals/proposals.json")
-    if not path.exists():
-        pytest.skip(f"golden data not found at {path} (set JAXSEG_GOLDEN)")
-    with open(path) as f:
-        data = json.load(f)
-    return data, dict(np.load(golden_path("proposals/proposals.npz")))
+    return load_golden("proposals/proposals")
 
 
 def _curve(a, cfg, **kw):

@@ -10,7 +10,6 @@ as the golden generator seeded it (exactly), and jaxseg equals the oracle's limi
 from __future__ import annotations
 
 import functools
-import json
 import math
 
 import _reference_unsupervised as ref
@@ -18,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import golden_path
+from conftest import load_golden
 from scipy.optimize import linear_sum_assignment
 
 from jaxseg import metrics as M
@@ -30,12 +29,7 @@ TOL = 1e-6
 
 @pytest.fixture(scope="module")
 def golden():
-    path = golden_path("unsupervised/tas.json")
-    if not path.exists():
-        pytest.skip(f"golden data not found at {path} (set JAXSEG_GOLDEN)")
-    with open(path) as f:
-        data = json.load(f)
-    return data, dict(np.load(golden_path("unsupervised/tas.npz")))
+    return load_golden("unsupervised/tas")
 
 
 def _activity(arrays, a):
