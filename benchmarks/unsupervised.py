@@ -45,6 +45,16 @@ def cluster_dataset(seed=0):
     return targets, [permutation[p].astype(np.int32) for p in predictions]
 
 
+def _assignment(votes, gt_labels, pr_labels) -> dict:
+    """Each class's cluster under the maximum-vote one-to-one matching (scipy)."""
+    rows, cols = linear_sum_assignment(-votes)
+    return {
+        gt_labels[i]: pr_labels[j]
+        for i, j in zip(rows, cols)
+        if i < len(gt_labels) and j < len(pr_labels)
+    }
+
+
 def reference_style_matching(gt, pred):
     """Organised as CTE's ``Accuracy.mof`` organises it: the predicted label set recomputed
     for every class, the predictions of the class re-selected for every (class, cluster)
@@ -57,12 +67,7 @@ def reference_style_matching(gt, pred):
         for j, c in enumerate(np.unique(pred)):
             votes[i, j] = np.sum(pred[in_class] == c, dtype=float)
     pr_labels = np.unique(pred)
-    rows, cols = linear_sum_assignment(-votes)
-    gt2cluster = {
-        gt_labels[i]: pr_labels[j]
-        for i, j in zip(rows, cols)
-        if i < len(gt_labels) and j < len(pr_labels)
-    }
+    gt2cluster = _assignment(votes, gt_labels, pr_labels)
     correct, iou = 0.0, 0.0
     for g in np.unique(gt):
         in_class = gt == g
@@ -82,12 +87,7 @@ def lean_matching(gt, pred):
         in_class = pred[gt == g]
         for j, c in enumerate(pr_labels):
             votes[i, j] = np.sum(in_class == c, dtype=float)
-    rows, cols = linear_sum_assignment(-votes)
-    gt2cluster = {
-        gt_labels[i]: pr_labels[j]
-        for i, j in zip(rows, cols)
-        if i < len(gt_labels) and j < len(pr_labels)
-    }
+    gt2cluster = _assignment(votes, gt_labels, pr_labels)
     correct, iou = 0.0, 0.0
     for g in gt_labels:
         in_gt = gt == g
