@@ -96,7 +96,15 @@ def ratio(numerator: Count, denominator: Count, fill=jnp.nan) -> jax.Array:
 
 
 def to_int(count: Count) -> np.ndarray:
-    """The exact count on the host, as a numpy int64 array (or Python int for scalars)."""
+    """The exact count on the host, as a numpy int64 array (or Python int for scalars).
+
+    A streaming state's counters are split in two int32 halves so that they stay exact past
+    2**31; ``compute`` reports such a count as -1 without ``jax_enable_x64``, this reads it.
+
+    >>> big = add(zeros(), 2**30)
+    >>> to_int(add(add(big, 2**30), 2**30))
+    3221225472
+    """
     high = np.asarray(count.high, np.int64)
     low = np.asarray(count.low, np.int64)
     value = high * (1 << LOW_BITS) + low
