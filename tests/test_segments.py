@@ -232,8 +232,9 @@ def test_selection_in_chunks_equals_one_selection(monkeypatch):
 
 
 def test_segment_tables_of_long_videos_need_memory_of_their_size():
-    # A 2M-frame video with a table of T rows once asked XLA for ~3.9 GB of scratch (ranks x
-    # block comparisons); chunked selection keeps it near the table's own size.
+    # Selecting all ranks at once compares each with a block of words (capacity x sqrt(T)
+    # cells, gigabytes for a 2M-frame table of T rows); in chunks the scratch stays near the
+    # table's own size.
     labels = jax.ShapeDtypeStruct((1, 2_000_000), np.int32)
     compiled = jax.jit(jseg.to_segments).lower(labels).compile()
     assert compiled.memory_analysis().temp_size_in_bytes < 256 * 2**20

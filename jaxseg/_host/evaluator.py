@@ -107,8 +107,7 @@ def _measure(lengths, words, target, prediction, candidates, *, options, num_cla
     ``statistics_from_tables``; ``num_classes``: more than the largest label).
 
     The class counts are summed here rather than by a program of their own: the scatter then
-    runs beside the edit distances, and the host waits for one program less (over-segmented
-    benchmark set: 0.2-0.6 ms of ~9 ms)."""
+    runs beside the edit distances, and the host waits for one program less."""
     one = lambda *args: _video_measure(*args, options=dict(options))  # noqa: E731
     stats, label_range, tallies = jax.vmap(one)(lengths, words, target, prediction, candidates)
     return stats, label_range, _pooled_class_counts(tallies, num_classes)

@@ -146,8 +146,8 @@ def largest_label(targets, predictions) -> int:
 
 def _joint_bound(videos) -> int:
     """:func:`label_bound` of 1-D arrays of one dtype, concatenated ~2 MB at a time into one
-    reused buffer, which stays in cache for the reduction (1712 Breakfast-shaped videos, both
-    lists: 4.9-5.2 ms, against 6.2-6.6 ms for one concatenation of each list)."""
+    reused buffer, which stays in cache for the reduction (one concatenation of a whole list
+    would be read back from memory)."""
     buffer = np.empty(_BLOCK_BYTES // videos[0].itemsize, videos[0].dtype)
     bound, start = 0, 0
     while start < len(videos):
@@ -165,8 +165,8 @@ def _joint_bound(videos) -> int:
 
 
 def buffer_dtype(bound: int) -> np.dtype:
-    """int8 device buffers when every label lies in [0, 127] (the frame pass then reads a
-    quarter of the bytes: 7-8 -> 3.4-3.8 ms on the Breakfast-shaped set), int32 otherwise."""
+    """int8 device buffers when every label lies in [0, 127] (the frame pass, bound by
+    memory bandwidth, then reads a quarter of the bytes), int32 otherwise."""
     return np.dtype(np.int8) if bound <= _INT8_MAX else np.dtype(np.int32)
 
 

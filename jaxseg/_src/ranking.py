@@ -115,8 +115,8 @@ def _tree_sum(x: jax.Array) -> jax.Array:
 
     A block is summed as 16 slices added one by one, not by ``jnp.sum``: XLA:CPU runs a sum
     over a short axis as a separate library kernel, so the summands were written out first
-    and the sums of all rows ran one after another once every sort was done (AP over
-    21 x 200,000: 104-108 ms against 111-114 ms)."""
+    and the sums of all rows ran one after another once every sort was done, rather than
+    beside the sorts (``benchmarks/ranking.py``)."""
     n = x.shape[-1]
     if n > 2 * _SUM_BLOCK:
         padded = -(-n // _SUM_BLOCK) * _SUM_BLOCK
