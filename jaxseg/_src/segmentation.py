@@ -215,7 +215,6 @@ def _statistics(
     """
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
-    mask = checks.without_ignored(targets, mask, checks.static_ignore_index(ignore_index))
     static = static_arguments(
         targets.shape[-1],
         iou_thresholds or (1.0,),
@@ -234,15 +233,25 @@ def _statistics(
         background=static["background"],
         legacy_asformer_end=static["legacy_asformer_end"],
         capacities=tuple(static[k] for k in capacities) if chosen else None,
+        ignore_index=checks.static_ignore_index(ignore_index),
     )
 
 
 @functools.partial(
-    jax.jit, static_argnames=("thresholds", "background", "legacy_asformer_end", "capacities")
+    jax.jit,
+    static_argnames=(
+        "thresholds",
+        "background",
+        "legacy_asformer_end",
+        "capacities",
+        "ignore_index",
+    ),
 )
-def _statistics_program(targets, predictions, mask, *, capacities, **rule):
+def _statistics_program(targets, predictions, mask, *, capacities, ignore_index, **rule):
     """The statistics of validated labels ``[..., T]`` at static ``capacities`` (target,
-    prediction, candidates), or at the capacities chosen per call when they are ``None``."""
+    prediction, candidates), or at the capacities chosen per call when they are ``None``;
+    frames whose target is ``ignore_index`` are removed like masked ones."""
+    mask = checks.without_ignored(targets, mask, ignore_index)
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
     if capacities is None:
