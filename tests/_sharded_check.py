@@ -97,18 +97,26 @@ def main(axis_types) -> int:
         ),
         "frame_metrics": streaming.frame_metrics(num_classes=C),
     }
-    failed = []
+    cases = []
     for axis_type in axis_types:
         mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(axis_type,))
         for name, acc in accumulators.items():
-            for label, thunk in checks(name, acc, mesh, batch):
-                try:
-                    with jax.set_mesh(mesh):  # the mesh context Explicit axes require
-                        thunk()
-                    print(f"ok: {label}")
-                except Exception as error:  # reported below, then exit status 1
-                    failed.append(label)
-                    print(f"FAILED: {label}: {type(error).__name__}: {str(error)[:300]}")
+            cases += [(mesh, label, thunk) for label, thunk in checks(name, acc, mesh, batch)]
+    return run(cases)
+
+
+def run(cases) -> int:
+    """Runs ``(mesh, label, thunk)`` cases under their mesh, prints each outcome, and returns
+    the exit status (1 if any failed): every case runs even after a failure."""
+    failed = []
+    for mesh, label, thunk in cases:
+        try:
+            with jax.set_mesh(mesh):  # the mesh context Explicit axes require
+                thunk()
+            print(f"ok: {label}")
+        except Exception as error:  # reported below, then exit status 1
+            failed.append(label)
+            print(f"FAILED: {label}: {type(error).__name__}: {str(error)[:300]}")
     print(f"{len(failed)} failed" if failed else "all sharded checks passed")
     return 1 if failed else 0
 

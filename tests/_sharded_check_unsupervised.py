@@ -57,32 +57,24 @@ def main(axis_types) -> int:
         "per_video_hungarian twfinch": streaming.per_video_hungarian(**kw),
         "per_video_hungarian asot": streaming.per_video_hungarian(protocol="asot", **kw),
     }
-    failed = []
+    cases = []
     for axis_type in axis_types:
         mesh = jax.make_mesh((base.DEVICES,), ("data",), axis_types=(axis_type,))
         for name, acc in accumulators.items():
             per_video = name.startswith("per_video")
             if per_video and axis_type == AxisType.Explicit:
                 continue
-            cases = base.checks(name, acc, mesh, batch)
+            checks = base.checks(name, acc, mesh, batch)
             if per_video:  # shard_map without the varying-manual-axes check (see above)
-                cases = [
-                    cases[0],
+                checks = [
+                    checks[0],
                     (
                         f"{name}, Auto mesh: shard_map + psum, no vma check",
                         functools.partial(_shard_map, acc, mesh, batch),
                     ),
                 ]
-            for label, thunk in cases:
-                try:
-                    with jax.set_mesh(mesh):
-                        thunk()
-                    print(f"ok: {label}")
-                except Exception as error:  # reported below, then exit status 1
-                    failed.append(label)
-                    print(f"FAILED: {label}: {type(error).__name__}: {str(error)[:300]}")
-    print(f"{len(failed)} failed" if failed else "all sharded checks passed")
-    return 1 if failed else 0
+            cases += [(mesh, label, thunk) for label, thunk in checks]
+    return base.run(cases)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,11 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 
+import functools
+
 import jax
 import numpy as np
+from _sharded_check import run
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -100,17 +103,11 @@ def check(acc, arrays, masks, mesh):
 def main() -> int:
     assert jax.device_count() == DEVICES, jax.devices()
     mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-    failed = []
-    for name, (acc, arrays, masks) in batches().items():
-        try:
-            with jax.set_mesh(mesh):
-                check(acc, arrays, masks, mesh)
-            print(f"ok: {name}")
-        except Exception as error:  # reported, then exit status 1
-            failed.append(name)
-            print(f"FAILED: {name}: {type(error).__name__}: {str(error)[:400]}")
-    print(f"{len(failed)} failed" if failed else "all sharded checks passed")
-    return 1 if failed else 0
+    cases = [
+        (mesh, name, functools.partial(check, acc, arrays, masks, mesh))
+        for name, (acc, arrays, masks) in batches().items()
+    ]
+    return run(cases)
 
 
 if __name__ == "__main__":
