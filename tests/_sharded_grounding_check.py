@@ -18,7 +18,7 @@ import functools
 
 import jax
 import numpy as np
-from _sharded_check import run
+from _sharded_check import assert_identical, run
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -69,25 +69,15 @@ def batches():
     }
 
 
-def leaves(tree):
-    is_count = lambda x: isinstance(x, streaming.Count)  # noqa: E731
-    return [np.asarray(streaming.to_int(c)) for c in jax.tree.leaves(tree, is_leaf=is_count)]
-
-
-def identical(acc, a, b):
-    for x, y in zip(leaves(a), leaves(b), strict=True):
-        np.testing.assert_array_equal(x, y)
-    for x, y in zip(jax.tree.leaves(acc.compute(a)), jax.tree.leaves(acc.compute(b)), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-
-
 def check(acc, arrays, masks, mesh):
     update = jax.jit(acc.update)
     single = update(acc.init(), *arrays, **masks)
     names = list(masks)
     sharded = jax.device_put((*arrays, *masks.values()), NamedSharding(mesh, P("data")))
     data, mask_values = sharded[: len(arrays)], sharded[len(arrays) :]
-    identical(acc, update(acc.init(), *data, **dict(zip(names, mask_values, strict=True))), single)
+    assert_identical(
+        update(acc.init(), *data, **dict(zip(names, mask_values, strict=True))), single, acc
+    )
 
     def step(state, *xs):
         local = acc.update(
@@ -97,7 +87,7 @@ def check(acc, arrays, masks, mesh):
 
     specs = dict(in_specs=(P(),) + (P("data"),) * len(sharded), out_specs=P())
     mapped = jax.jit(jax.shard_map(step, mesh=mesh, **specs))
-    identical(acc, mapped(acc.init(), *sharded), single)
+    assert_identical(mapped(acc.init(), *sharded), single, acc)
 
 
 def main() -> int:
