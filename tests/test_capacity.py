@@ -7,7 +7,7 @@ import pytest
 from _reference import segments as reference_segments
 
 from jaxseg import losses
-from jaxseg._src.capacity import capacity_ladder, run_count_bound
+from jaxseg._src.capacity import capacity_ladder, in_blocks, run_count_bound
 
 T, C = 600, 6
 
@@ -124,3 +124,19 @@ def test_pad_videos_gives_aligned_arrays_that_jax_uses_without_a_copy():
     assert padded.ctypes.data % 64 == 0
     if jax.default_backend() == "cpu":  # the array itself becomes the device buffer
         assert jax.device_put(padded).unsafe_buffer_pointer() == padded.ctypes.data
+
+
+@pytest.mark.parametrize("block", [1, 3, 7, 10, None])
+def test_in_blocks_equals_one_call_for_any_block_size(block):
+    # Blocks that do not divide the rows: the last one overlaps the one before it.
+    rng = np.random.default_rng(block or 0)
+    x = jnp.asarray(rng.integers(0, 100, (10, 4)), jnp.int32)
+    pair = {"a": x, "b": None}, jnp.arange(10)
+
+    def fn(tree, offsets):
+        return {"sum": tree["a"].sum(axis=1) + offsets, "rows": tree["a"] * 2}
+
+    got = jax.jit(lambda *ops: in_blocks(fn, *ops, block=block))(*pair)
+    want = fn(*pair)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key])

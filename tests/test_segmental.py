@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
-from jaxseg._src import edit
+from jaxseg._src import edit, segmentation
 from jaxseg._src.f1 import candidate_bound
 from jaxseg._src.segmentation import segmentation_statistics
 
@@ -584,6 +584,34 @@ def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
     prediction = rng.integers(0, 6, predicted).astype(np.int32)
     got = jax.jit(edit.levenshtein)(target, 40, prediction, predicted)
     assert int(got) == ref.levenshtein(target.tolist(), prediction.tolist())
+
+
+@pytest.mark.parametrize("given_capacities", [False, True])
+@pytest.mark.parametrize("holes", [False, True])
+def test_statistics_in_blocks_of_sequences_equal_the_reference(
+    monkeypatch, given_capacities, holes
+):
+    # A scratch budget of a few sequences: every rung runs in several blocks (the last one
+    # overlapping), with or without gaps in the mask, at chosen and at default capacities.
+    monkeypatch.setattr(segmentation, "_BLOCK_BYTES", 40_000)
+    rng = np.random.default_rng(holes)
+    B, T = 13, 157 + given_capacities  # shapes of their own: no program compiled before
+    targets = rng.integers(0, 4, (B, T)).astype(np.int32)
+    targets[: B // 2] = np.repeat(rng.integers(0, 4, (B // 2, T // 8 + 1)), 8, axis=1)[:, :T]
+    predictions = np.where(rng.random((B, T)) < 0.1, rng.integers(0, 4, (B, T)), targets)
+    mask = np.arange(T) < rng.integers(T // 2, T + 1, (B, 1))
+    if holes:
+        mask &= rng.random((B, T)) > 0.05
+    capacities = dict(max_target_segments=T, max_predicted_segments=T) if given_capacities else {}
+    assert segmentation._sequences_per_block(T, T) < B
+    got = segmentation_statistics(targets, predictions, mask=mask, **capacities)
+    for i in range(B):
+        t, p, m = targets[i], predictions[i], mask[i]
+        assert int(got.edit_distance[i]) == ref.edit_distance(t, p, m)
+        tp, fp, fn = ref.segmental_counts(t, p, (0.1, 0.25, 0.5), m)
+        np.testing.assert_array_equal(got.tp[i], tp)
+        np.testing.assert_array_equal(got.fp[i], fp)
+        np.testing.assert_array_equal(got.fn[i], fn)
 
 
 # ------------------------------------------------------------------------------------------

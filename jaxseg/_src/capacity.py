@@ -60,6 +60,36 @@ def switch_capacity(make: Callable, capacities: Sequence[int], needed, *operands
 _SCRATCH_BYTES = 1 << 28
 
 
+def in_blocks(fn: Callable, *operands, block: int | None):
+    """``fn(*operands)`` over the leading axis of ``operands``, ``block`` rows at a time.
+
+    ``fn`` maps ``[B, ...]`` operands (arrays, pytrees or None) to ``[B, ...]`` outputs, row
+    by row. The blocks run one after another (a ``fori_loop``), so that the scratch memory is
+    one block's. The last block starts early enough to end at row ``B`` (it recomputes rows
+    of the previous one) instead of padding a copy of the operands. ``block`` None: at once.
+
+    >>> double = lambda x: 2 * x
+    >>> in_blocks(double, jnp.arange(5), block=2).tolist()
+    [0, 2, 4, 6, 8]
+    """
+    rows = jax.tree_util.tree_leaves(operands)[0].shape[0]
+    if block is None or block >= rows:
+        return fn(*operands)
+
+    def part(start):
+        sliced = lambda x: lax.dynamic_slice_in_dim(x, start, block)  # noqa: E731
+        return fn(*jax.tree_util.tree_map(sliced, operands))
+
+    def one_block(i, out):
+        start = jnp.minimum(i * block, rows - block)
+        place = lambda o, x: lax.dynamic_update_slice_in_dim(o, x, start, 0)  # noqa: E731
+        return jax.tree_util.tree_map(place, out, part(start))
+
+    shapes = jax.eval_shape(part, 0)
+    empty = jax.tree_util.tree_map(lambda s: jnp.zeros((rows, *s.shape[1:]), s.dtype), shapes)
+    return lax.fori_loop(0, -(-rows // block), one_block, empty)
+
+
 def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool):
     """``one(capacity, *row, *other)`` on one sequence's flat operands, and with the
     gradient with respect to its ``n_rows`` differentiable operands."""

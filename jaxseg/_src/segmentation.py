@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.capacity import capacity_ladder, rung
+from jaxseg._src.capacity import capacity_ladder, in_blocks, rung
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
 from jaxseg._src.f1 import (
@@ -159,7 +159,28 @@ def _at_rung(capacity: int, T: int, rule: dict, *, compact: bool):
             targets, predictions, lengths, words, capacities=capacities, **rule
         )
 
-    return run
+    return functools.partial(in_blocks, run, block=_sequences_per_block(max(capacities), T))
+
+
+def _sequences_per_block(capacity: int, T: int) -> int | None:
+    """How many sequences one block of :func:`~jaxseg._src.capacity.in_blocks` holds at this
+    capacity: on CPU, as many as fit ``_BLOCK_BYTES`` of XLA scratch memory; elsewhere all.
+
+    XLA:CPU allocates a program's scratch memory afresh on every call, and glibc serves
+    blocks beyond its mmap threshold (at most 32 MiB) straight from the kernel, so every page
+    the program touches is faulted in again on every call: with the scratch of the larger
+    rungs in the program (hundreds of MB, even when they do not run) that doubled the time
+    of a Breakfast-sized batch. Other backends keep their memory in a pool.
+    """
+    if jax.default_backend() != "cpu":
+        return None
+    # An upper estimate of one sequence's scratch (XLA's memory_analysis at T = 2000-20000):
+    # table rows of 110-500 bytes, growing with T, and a few bytes per frame.
+    per_sequence = capacity * max(112, T // 40) + 4 * T
+    return max(1, _BLOCK_BYTES // per_sequence)
+
+
+_BLOCK_BYTES = 1 << 24
 
 
 def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationStatistics:
@@ -175,7 +196,12 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
         lengths = full_lengths(targets)
     else:
         lengths, is_prefix = jax.vmap(mask_summary)(mask)
+    # Every word is kept (a barrier against pruning), so that the frame passes of several
+    # metrics of the same labels under one jit are the same computation, which XLA merges.
+    # Pruned to each caller's outputs they differ, and XLA materialises their common
+    # operand, the labels shifted by one frame, instead (two arrays of the labels' size).
     words = _batch_words(targets, predictions, lengths, rule["background"])
+    words = lax.optimization_barrier(words)
     needed = jnp.maximum(
         count_set_bits(words.target.starts), count_set_bits(words.prediction.starts)
     )
@@ -263,8 +289,13 @@ def _statistics_program(targets, predictions, mask, *, capacities, ignore_index,
         else:
             (targets, predictions), lengths = compact_batch((targets, predictions), mask)
         words = _batch_words(targets, predictions, lengths, rule["background"])
-        stats = _batch_statistics(
-            targets, predictions, lengths, words, capacities=capacities, **rule
+        stats = in_blocks(
+            functools.partial(_batch_statistics, capacities=capacities, **rule),
+            targets,
+            predictions,
+            lengths,
+            words,
+            block=_sequences_per_block(max(capacities), T),
         )
     return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
 
