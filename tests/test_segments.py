@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import segments as jseg
+from jaxseg._src import segments as packing
 from jaxseg._src.numerics import windowed_running_sum
 
 BATCH, T_MAX, SMALL = 16, 3000, 16
@@ -238,3 +239,11 @@ def test_segment_tables_of_long_videos_need_memory_of_their_size():
     labels = jax.ShapeDtypeStruct((1, 2_000_000), np.int32)
     compiled = jax.jit(jseg.to_segments).lower(labels).compile()
     assert compiled.memory_analysis().temp_size_in_bytes < 256 * 2**20
+
+
+@pytest.mark.parametrize("T", [1, 31, 32, 33, 100])
+def test_unpack_bits_inverts_pack_bits(T):
+    flags = np.random.default_rng(T).random(T) < 0.5
+    words = packing.pack_bits(flags)
+    assert words.shape == (packing.word_count(T),)
+    np.testing.assert_array_equal(packing.unpack_bits(words, T), flags)

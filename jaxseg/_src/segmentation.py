@@ -27,8 +27,10 @@ from jaxseg._src.segments import (
     compact_batch,
     full_lengths,
     mask_summary,
+    pack_bits,
     pair_words,
     segments_from_words,
+    unpack_bits,
 )
 
 DEFAULT_IOU_THRESHOLDS = (0.1, 0.25, 0.5)
@@ -151,8 +153,9 @@ def _at_rung(capacity: int, T: int, rule: dict, *, compact: bool):
     candidates = min(T, candidate_bound(capacity, capacity, rule["background"]))
     capacities = (capacity, capacity, candidates)
 
-    def run(targets, predictions, lengths, words, mask):
+    def run(targets, predictions, lengths, words, mask_words):
         if compact:
+            mask = jax.vmap(unpack_bits, in_axes=(0, None))(mask_words, T)
             (targets, predictions), lengths = compact_batch((targets, predictions), mask)
             words = _batch_words(targets, predictions, lengths, rule["background"])
         return _batch_statistics(
@@ -193,15 +196,13 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     """
     T = max(targets.shape[-1], 1)
     if mask is None:
-        lengths = full_lengths(targets)
+        lengths, mask_words = full_lengths(targets), None
     else:
+        # The branches take the mask as words: a bool mask there would be materialised, an
+        # array of the labels' size in the program's scratch memory (see _BLOCK_BYTES).
         lengths, is_prefix = jax.vmap(mask_summary)(mask)
-    # Every word is kept (a barrier against pruning), so that the frame passes of several
-    # metrics of the same labels under one jit are the same computation, which XLA merges.
-    # Pruned to each caller's outputs they differ, and XLA materialises their common
-    # operand, the labels shifted by one frame, instead (two arrays of the labels' size).
+        mask_words = jax.vmap(pack_bits)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
-    words = lax.optimization_barrier(words)
     needed = jnp.maximum(
         count_set_bits(words.target.starts), count_set_bits(words.prediction.starts)
     )
@@ -214,8 +215,8 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     if mask is not None:
         index = jnp.where(jnp.all(is_prefix), index, last)
     if len(branches) == 1:
-        return branches[0](targets, predictions, lengths, words, mask)
-    return lax.switch(index, branches, targets, predictions, lengths, words, mask)
+        return branches[0](targets, predictions, lengths, words, mask_words)
+    return lax.switch(index, branches, targets, predictions, lengths, words, mask_words)
 
 
 # The tables' cost grows with their capacity: rungs 8x apart keep the compiled branches few.

@@ -150,6 +150,13 @@ def pack_frame_flags(flag_fn, arrays):
     return tuple(jnp.concatenate(words) for words in zip(*parts))
 
 
+def unpack_bits(words, T: int):
+    """bool ``[T]`` from uint32 ``[word_count(T)]`` words, the inverse of :func:`pack_bits`."""
+    frames = jnp.arange(T)
+    bits = words[frames // WORD_BITS] >> (frames % WORD_BITS).astype(jnp.uint32)
+    return (bits & 1).astype(jnp.bool_)
+
+
 def pack_bits(flags):
     """Packs bool ``[T]`` into uint32 ``[word_count(T)]`` (frame ``32 w + b`` is bit ``b`` of
     word ``w``; bits past ``T`` are 0)."""
@@ -252,9 +259,17 @@ class PairWords(NamedTuple):
     background: jax.Array
 
 
-def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
-    """The one pass over the frames of a sequence pair: every boundary the metrics need."""
+def pair_flags(targets, predictions, background: tuple[int, ...]):
+    """The one pass over the frames of a sequence pair ``[T]``: uint32 words of its change
+    points (targets, then predictions), of agreement, then of each background label in the
+    targets and then in the predictions (bits past the frames unspecified).
 
+    Every caller gets every word (an optimization barrier keeps XLA from pruning them), so
+    that the passes of accuracy and the segmental metrics over the same labels under one
+    ``jax.jit`` are one computation, which XLA computes once. Pruned to each caller's words
+    they would differ, and XLA would instead materialise their common operands, the labels
+    shifted by one frame (two arrays of the labels' size), and read the labels once each.
+    """
     present = representable(background, targets.dtype)
 
     def flags(now, before):
@@ -263,7 +278,12 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
         labelled = [(x == b) if b in present else never for x in (t, p) for b in background]
         return (t != before[0], p != before[1], t == p, *labelled)
 
-    changes_t, changes_p, correct, *labelled = pack_frame_flags(flags, (targets, predictions))
+    return lax.optimization_barrier(pack_frame_flags(flags, (targets, predictions)))
+
+
+def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
+    """Every boundary the segmental metrics need, from the frame pass of a sequence pair."""
+    changes_t, changes_p, correct, *labelled = pair_flags(targets, predictions, background)
     valid = _valid_words(n, correct.shape[-1])
     first = _frame_bit(0, valid.shape[-1])
     runs_t, runs_p = (changes_t | first) & valid, (changes_p | first) & valid
