@@ -61,12 +61,12 @@ _SCRATCH_BYTES = 1 << 28
 
 
 def in_blocks(fn: Callable, *operands, block: int | None):
-    """``fn(*operands)`` over the leading axis of ``operands``, ``block`` rows at a time.
+    """``fn(*operands)`` over the leading axis of ``operands``, at most ``block`` rows at a time.
 
     ``fn`` maps ``[B, ...]`` operands (arrays, pytrees or None) to ``[B, ...]`` outputs, row
-    by row. The blocks run one after another (a ``fori_loop``), so that the scratch memory is
-    one block's. The last block starts early enough to end at row ``B`` (it recomputes rows
-    of the previous one) instead of padding a copy of the operands. ``block`` None: at once.
+    by row. The blocks run one after another (a ``scan``, which traces ``fn`` once), so that
+    the scratch memory is one block's. The last block ends at row ``B``, overlapping the one
+    before it, instead of padding a copy of the operands. ``block`` None: all rows at once.
 
     >>> double = lambda x: 2 * x
     >>> in_blocks(double, jnp.arange(5), block=2).tolist()
@@ -75,19 +75,22 @@ def in_blocks(fn: Callable, *operands, block: int | None):
     rows = jax.tree_util.tree_leaves(operands)[0].shape[0]
     if block is None or block >= rows:
         return fn(*operands)
+    count = -(-rows // block)
+    block = -(-rows // count)  # as many blocks, evened out: the last one overlaps less
 
-    def part(start):
+    def one_block(carry, start):
         sliced = lambda x: lax.dynamic_slice_in_dim(x, start, block)  # noqa: E731
-        return fn(*jax.tree_util.tree_map(sliced, operands))
+        return carry, fn(*jax.tree_util.tree_map(sliced, operands))
 
-    def one_block(i, out):
-        start = jnp.minimum(i * block, rows - block)
-        place = lambda o, x: lax.dynamic_update_slice_in_dim(o, x, start, 0)  # noqa: E731
-        return jax.tree_util.tree_map(place, out, part(start))
+    starts = jnp.minimum(jnp.arange(count) * block, rows - block)
+    _, parts = lax.scan(one_block, None, starts)
+    before_last, overlap = (count - 1) * block, count * block - rows
 
-    shapes = jax.eval_shape(part, 0)
-    empty = jax.tree_util.tree_map(lambda s: jnp.zeros((rows, *s.shape[1:]), s.dtype), shapes)
-    return lax.fori_loop(0, -(-rows // block), one_block, empty)
+    def assemble(x):
+        x = x.reshape(count * block, *x.shape[2:])
+        return jnp.concatenate([x[:before_last], x[before_last + overlap :]])
+
+    return jax.tree_util.tree_map(assemble, parts)
 
 
 def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool):
