@@ -171,9 +171,10 @@ def _sequences_per_block(capacity: int, T: int) -> int | None:
 
     XLA:CPU allocates a program's scratch memory afresh on every call, and glibc serves
     blocks beyond its mmap threshold (at most 32 MiB) straight from the kernel, so every page
-    the program touches is faulted in again on every call: with the scratch of the larger
-    rungs in the program (hundreds of MB, even when they do not run) that doubled the time
-    of a Breakfast-sized batch. Other backends keep their memory in a pool.
+    the program touches is faulted in again on every call. The scratch of the larger rungs
+    (hundreds of MB, even when they do not run) put every call of a Breakfast-sized batch
+    there, the faults a large part of its time (``benchmarks/README.md``). Other backends keep
+    their memory in a pool.
     """
     if jax.default_backend() != "cpu":
         return None

@@ -264,11 +264,11 @@ def pair_flags(targets, predictions, background: tuple[int, ...]):
     points (targets, then predictions), of agreement, then of each background label in the
     targets and then in the predictions (bits past the frames unspecified).
 
-    Every caller gets every word (an optimization barrier keeps XLA from pruning them), so
-    that the passes of accuracy and the segmental metrics over the same labels under one
-    ``jax.jit`` are one computation, which XLA computes once. Pruned to each caller's words
-    they would differ, and XLA would instead materialise their common operands, the labels
-    shifted by one frame (two arrays of the labels' size), and read the labels once each.
+    Every caller gets every word (an optimization barrier keeps JAX from pruning the pass to
+    the words a caller uses), so that the passes of accuracy and the segmental metrics over
+    the same labels under one ``jax.jit`` are one computation, which XLA computes once.
+    Pruned, they would differ, and XLA would materialise their common operands instead (the
+    labels shifted by one frame, two arrays of the labels' size) and read the labels again.
     """
     present = representable(background, targets.dtype)
 
