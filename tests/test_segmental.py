@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
+from jaxseg import segments as jseg
 from jaxseg._src import edit, segmentation
 from jaxseg._src.f1 import candidate_bound
 from jaxseg._src.segmentation import segmentation_statistics
@@ -612,6 +613,34 @@ def test_statistics_in_blocks_of_sequences_equal_the_reference(
         np.testing.assert_array_equal(got.tp[i], tp)
         np.testing.assert_array_equal(got.fp[i], fp)
         np.testing.assert_array_equal(got.fn[i], fn)
+
+
+def test_the_metrics_of_a_breakfast_sized_batch_fit_a_small_scratch_memory():
+    # XLA:CPU allocates the scratch afresh per call; above glibc's mmap threshold (32 MiB at
+    # most) every touched page faults on every call. The larger rungs run in blocks and the
+    # switch takes the mask packed, so the three metrics under one jit stay below it; one
+    # frame pass serves them all, so they need little more scratch than the statistics alone.
+    labels = jax.ShapeDtypeStruct((1712, 6000), np.int32)
+    lengths = jax.ShapeDtypeStruct((1712,), np.int32)
+
+    def scratch(fn):
+        def metrics(targets, predictions, lengths):
+            mask = jseg.lengths_to_mask(lengths, targets.shape[-1])
+            return fn(targets, predictions, mask=mask)
+
+        compiled = jax.jit(metrics).lower(labels, labels, lengths).compile()
+        return compiled.memory_analysis().temp_size_in_bytes
+
+    def three(targets, predictions, mask):
+        return (
+            M.accuracy(targets, predictions, mask=mask),
+            M.edit_score(targets, predictions, mask=mask),
+            M.segmental_counts(targets, predictions, mask=mask),
+        )
+
+    together = scratch(three)
+    assert together < 32 * 2**20
+    assert together < 1.25 * scratch(segmentation_statistics)
 
 
 # ------------------------------------------------------------------------------------------
