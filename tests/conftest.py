@@ -32,6 +32,16 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    """No test writes compiled programs to ~/.cache: the CLI turns JAX's persistent cache on
+    for its whole process, so one in-process CLI test would send every later compilation of
+    that test worker through a directory shared with the other worker and with earlier runs
+    (a worker once crashed reading an entry there). A test of the cache sets its own."""
+    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
+
+
 # The reference numbers ship with the tests (tests/golden/README.md gives their source), so
 # every golden test runs on a fresh clone.
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"

@@ -20,11 +20,6 @@ NAMES = ("SIL", "take", "pour", "stir", "background")
 OVERLAPS = (0.1, 0.25, 0.5)
 
 
-@pytest.fixture(autouse=True)
-def _no_compilation_cache(monkeypatch):
-    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")  # tests never write to ~/.cache
-
-
 def run(capsys, *argv):
     code = main(["evaluate", *map(str, argv)])
     out, err = capsys.readouterr()

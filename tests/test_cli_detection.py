@@ -14,11 +14,6 @@ DETECTION_CASES = ("008", "019", "006")  # many classes/videos; the largest; few
 ONLINE_CASES = ("000", "003")  # THUMOS-like with an ambiguous column; TVSeries-like without
 
 
-@pytest.fixture(autouse=True)
-def _no_compilation_cache(monkeypatch):
-    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
-
-
 @pytest.fixture(scope="module")
 def golden_detection():
     path = golden_path("detection.json")

@@ -12,11 +12,6 @@ from conftest import golden_path
 from jaxseg._host.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _no_compilation_cache(monkeypatch):
-    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
-
-
 def _golden(name):
     path = golden_path(f"{name}/{name}.json")
     if not path.exists():

@@ -10,7 +10,6 @@ import json
 import pathlib
 import re
 
-import pytest
 from _cli_data import random_videos, write_dataset
 
 from jaxseg._host.cli import main
@@ -20,11 +19,6 @@ ROW_NAMES = ("name", "video", "class", "metric")
 README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
 SCHEMA = README.split("### Output formats", 1)[1].split("\n## ", 1)[0]
 DOCUMENTED = set(re.findall(r"`([^`]+)`", SCHEMA))
-
-
-@pytest.fixture(autouse=True)
-def _no_compilation_cache(monkeypatch):
-    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
 
 
 def _run(capsys, *argv) -> str:

@@ -14,11 +14,6 @@ NAMES = ("SIL", "take", "pour", "stir", "background")
 COLUMNS = ("Acc", "Edit", "F1@10", "F1@25", "F1@50")
 
 
-@pytest.fixture(autouse=True)
-def _no_compilation_cache(monkeypatch):
-    monkeypatch.setenv("JAXSEG_CACHE_DIR", "")
-
-
 def run(capsys, command, *argv):
     code = main([command, *map(str, argv)])
     out, err = capsys.readouterr()
