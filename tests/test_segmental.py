@@ -639,7 +639,8 @@ def test_the_metrics_of_a_breakfast_sized_batch_fit_a_small_scratch_memory():
         )
 
     together = scratch(three)
-    assert together < 32 * 2**20
+    if jax.default_backend() == "cpu":  # the blocks are a CPU choice (_sequences_per_block)
+        assert together < 32 * 2**20
     assert together < 1.25 * scratch(segmentation_statistics)
 
 
