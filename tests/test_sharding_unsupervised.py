@@ -23,7 +23,6 @@ def test_unsupervised_accumulators_sharded():
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=SCRIPT.parent,
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "all sharded checks passed" in result.stdout
