@@ -27,7 +27,6 @@ from jaxseg._src.segments import (
     compact_batch,
     full_lengths,
     mask_summary,
-    pack_bits,
     pair_words,
     segments_from_words,
     unpack_bits,
@@ -201,8 +200,7 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     else:
         # The branches take the mask as words: a bool mask there would be materialised, an
         # array of the labels' size in the program's scratch memory (see _BLOCK_BYTES).
-        lengths, is_prefix = jax.vmap(mask_summary)(mask)
-        mask_words = jax.vmap(pack_bits)(mask)
+        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
     needed = jnp.maximum(
         count_set_bits(words.target.starts), count_set_bits(words.prediction.starts)

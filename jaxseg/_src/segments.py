@@ -68,10 +68,11 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
 
 
 def mask_summary(mask):
-    """``(length, is_prefix)`` of one sequence's mask, from its bit-packed words."""
+    """``(length, is_prefix, words)`` of one sequence's mask: its valid frames, whether they
+    are a prefix, and the mask bit-packed (:func:`pack_bits`)."""
     words = pack_bits(mask)
     length = count_set_bits(words)
-    return length, jnp.all(words == _valid_words(length, words.shape[-1]))
+    return length, jnp.all(words == _valid_words(length, words.shape[-1])), words
 
 
 def compact_batch(arrays, mask):
@@ -82,7 +83,7 @@ def compact_batch(arrays, mask):
     """
     if mask.shape[-1] == 0:
         return tuple(arrays), jnp.zeros(mask.shape[:-1], jnp.int32)
-    lengths, is_prefix = lift(mask_summary, (mask,), (1,))
+    lengths, is_prefix, _ = lift(mask_summary, (mask,), (1,))
 
     def compacted(arrays):
         # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
