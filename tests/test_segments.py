@@ -198,14 +198,29 @@ def test_running_sums_are_exact(n, largest):
     np.testing.assert_array_equal(np.asarray(got), np.cumsum(values))
 
 
-def test_running_popcounts():
-    from jaxseg._src.segments import _running_counts
+@pytest.mark.parametrize("n_words", [1, 7, 8, 188, 300])
+def test_index_bits_running_popcounts(n_words):
+    # The running popcount, padded to whole search blocks with a count no rank reaches.
+    from jaxseg._src.segments import _NEVER, _search_block, index_bits
 
-    words = np.random.default_rng(0).integers(0, 2**32, 300, dtype=np.uint32)
-    counts, running = _running_counts(words)
-    bits = np.unpackbits(words.view(np.uint8)).reshape(300, 32).sum(axis=1)
-    np.testing.assert_array_equal(np.asarray(counts), bits)
-    np.testing.assert_array_equal(np.asarray(running), np.cumsum(bits))
+    words = np.random.default_rng(n_words).integers(0, 2**32, n_words, dtype=np.uint32)
+    indexed = index_bits(words)
+    bits = np.unpackbits(words.view(np.uint8)).reshape(n_words, 32).sum(axis=1)
+    padded = -(-n_words // _search_block(n_words)) * _search_block(n_words)
+    assert indexed.running.shape == (padded,)
+    np.testing.assert_array_equal(np.asarray(indexed.running[:n_words]), np.cumsum(bits))
+    assert (np.asarray(indexed.running[n_words:]) == _NEVER).all()
+
+
+@pytest.mark.parametrize("n_words", [1, 9, 188])
+def test_bits_before_counts_the_earlier_set_bits(n_words):
+    from jaxseg._src.segments import bits_before, index_bits
+
+    words = np.random.default_rng(n_words).integers(0, 2**32, n_words, dtype=np.uint32)
+    flags = np.unpackbits(words.view(np.uint8), bitorder="little")
+    frames = np.arange(32 * n_words + 1, dtype=np.int32)
+    want = np.concatenate([[0], np.cumsum(flags)])
+    np.testing.assert_array_equal(bits_before(index_bits(words), frames), want)
 
 
 @pytest.mark.parametrize("n", [1, 15, 16, 17, 188, 300, 5000])
@@ -224,6 +239,7 @@ def test_selection_in_chunks_equals_one_selection(monkeypatch):
     words = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype(np.uint32)
     words[rng.random(300) < 0.3] = 0
     want_frames = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
+    words = kernels.index_bits(words)
     one, count = kernels.select_bits(words, 5000)
     monkeypatch.setattr(kernels, "_SELECT_CELLS", 64)  # chunks of 4 ranks
     chunked, chunked_count = jax.jit(kernels.select_bits, static_argnums=1)(words, 5000)

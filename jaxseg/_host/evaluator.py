@@ -54,9 +54,9 @@ def _survey(targets, predictions, lengths, *, background):
     words = jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
     sizes = jnp.stack(
         [
-            count_set_bits(words.target.starts),
-            count_set_bits(words.prediction.starts),
-            count_set_bits(words.matches),
+            count_set_bits(words.target.starts.words),
+            count_set_bits(words.prediction.starts.words),
+            count_set_bits(words.matches.words),
         ]
     )
     tallies = jax.vmap(background_tallies)(words)

@@ -203,7 +203,8 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
         lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
     needed = jnp.maximum(
-        count_set_bits(words.target.starts), count_set_bits(words.prediction.starts)
+        count_set_bits(words.target.starts.words),
+        count_set_bits(words.prediction.starts.words),
     )
     ladder = capacity_ladder(T, **_LADDER)
     last = len(ladder) - 1

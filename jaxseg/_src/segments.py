@@ -198,17 +198,58 @@ def _next_frame(words):
     return (words >> 1) | (following << (WORD_BITS - 1))
 
 
+class IndexedBits(NamedTuple):
+    """Bit-packed frame flags with their running popcount, the index that selecting and
+    ranking set bits reads (:func:`select_bits`, :func:`bits_before`).
+
+    The index is computed once per flag array, in the pass over the whole batch, so that the
+    segmental metrics under one ``jax.jit`` share it and no capacity branch recomputes it.
+
+    Attributes:
+      words: uint32 ``[W]``: frame ``t`` is bit ``t % 32`` of word ``t // 32``.
+      running: int32 ``[G]``: the set bits of words ``0..w`` at ``w < W``, then the largest
+        int32 up to ``G``, a whole number of the search blocks of :func:`select_bits`.
+    """
+
+    words: jax.Array
+    running: jax.Array
+
+
+def _search_block(n_words: int) -> int:
+    """Words per block of the two-step search of :func:`select_bits` (about sqrt(W) / 2)."""
+    return 1 << max(3, (n_words.bit_length() + 1) // 2 - 1)
+
+
+def index_bits(words) -> IndexedBits:
+    """:class:`IndexedBits` of uint32 ``words [W]``.
+
+    The padding of the running popcount to whole search blocks is written here, in the
+    batch's pass, not in each selection: XLA:CPU runs a padded copy of a slice of the batch
+    (one block of sequences) several times slower than the arithmetic around it.
+
+    >>> index_bits(jnp.array([0b101, 0b1, 0b11], jnp.uint32)).running.tolist()[:3]
+    [2, 3, 5]
+    """
+    n_words = words.shape[-1]
+    padding = -n_words % _search_block(n_words)
+    running = windowed_running_sum(popcount(words).astype(jnp.int32))
+    return IndexedBits(words, jnp.pad(running, (0, padding), constant_values=_NEVER))
+
+
+_NEVER = np.iinfo(np.int32).max  # a running count no rank reaches
+
+
 class LabelWords(NamedTuple):
-    """Bit-packed segment boundaries of one label sequence, uint32 ``[W]`` (frame ``t`` is bit
-    ``t % 32`` of word ``t // 32``; frames past the length are 0).
+    """Bit-packed segment boundaries of one label sequence, :class:`IndexedBits` of ``[W]``
+    words (frames past the length are 0).
 
     Attributes:
       starts: a kept (non-background) segment starts at ``t``.
       ends: a kept segment ends at ``t`` (its last frame).
     """
 
-    starts: jax.Array
-    ends: jax.Array
+    starts: IndexedBits
+    ends: IndexedBits
 
 
 def _change_words(labels):
@@ -231,7 +272,7 @@ def _run_and_kept_words(labels, n, background: tuple[int, ...]):
 
 def _label_words(runs, kept, n) -> LabelWords:
     last_frames = (_next_frame(runs) | _frame_bit(n - 1, runs.shape[-1])) & kept
-    return LabelWords(runs & kept, last_frames)
+    return LabelWords(index_bits(runs & kept), index_bits(last_frames))
 
 
 def label_words(labels, n, background: tuple[int, ...]) -> LabelWords:
@@ -246,8 +287,8 @@ class PairWords(NamedTuple):
     Attributes:
       target, prediction: :class:`LabelWords` of each sequence.
       correct: the two labels agree at ``t``.
-      matches: an overlap of a target segment with a same-label predicted segment starts at
-        ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
+      matches: :class:`IndexedBits`: an overlap of a target segment with a same-label
+        predicted segment starts at ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
         so these bits enumerate the candidate matches of the segmental F1.
       background: ``[2, len(background), W]``: the target (row 0) or the prediction (row 1)
         is the background label ``background[i]`` at ``t``.
@@ -256,7 +297,7 @@ class PairWords(NamedTuple):
     target: LabelWords
     prediction: LabelWords
     correct: jax.Array
-    matches: jax.Array
+    matches: IndexedBits
     background: jax.Array
 
 
@@ -300,7 +341,7 @@ def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWord
         _label_words(runs_t, kept_t, n),
         _label_words(runs_p, kept_p, n),
         correct,
-        pair_runs & correct & kept_t,
+        index_bits(pair_runs & correct & kept_t),
         labelled,
     )
 
@@ -325,14 +366,8 @@ def _select_in_word(word, rank):
     return position
 
 
-def _running_counts(words):
-    """int32 ``(counts, running)``: set bits per word and their inclusive running sum."""
-    counts = popcount(words).astype(jnp.int32)
-    return counts, windowed_running_sum(counts)
-
-
-def select_bits(words, capacity: int):
-    """Frame indices of the first ``capacity`` set bits of ``words`` and the total count.
+def select_bits(bits: IndexedBits, capacity: int):
+    """Frame indices of the first ``capacity`` set bits of ``bits`` and the total count.
 
     The word holding the k-th bit is found in two comparison steps over the words' running
     popcounts: first against the running count at the end of every block of ``b ~ sqrt(W)/2``
@@ -343,13 +378,11 @@ def select_bits(words, capacity: int):
     The comparisons take ``capacity x b`` cells; beyond ``_SELECT_CELLS`` the ranks are
     selected in chunks, one after another, so that memory grows with the capacity alone.
     """
-    counts, running = _running_counts(words)
+    words, running = bits
     n_words = words.shape[-1]
-    block = 1 << max(3, (n_words.bit_length() + 1) // 2 - 1)
-    blocks = -(-n_words // block)
-    never = jnp.iinfo(jnp.int32).max  # padding: no k reaches it
-    grid = jnp.pad(running, (0, blocks * block - n_words), constant_values=never)
-    grid = grid.reshape(blocks, block)
+    block = _search_block(n_words)
+    grid = running.reshape(-1, block)
+    blocks = grid.shape[0]
 
     def frames_of(k):
         """Frames of the set bits of ranks ``k [m]``."""
@@ -357,24 +390,24 @@ def select_bits(words, capacity: int):
         before = jnp.minimum(before, blocks - 1)
         inside = jnp.sum(grid[before] <= k[:, None], axis=-1, dtype=jnp.int32)
         word = jnp.minimum(before * block + inside, n_words - 1)
-        rank = k - (running[word] - counts[word])
+        rank = k - (running[word] - popcount(words[word]).astype(jnp.int32))
         return word * WORD_BITS + _select_in_word(words[word], rank)
 
     # Derived from the data, so that k is batched (and sharded) like ``running`` under vmap.
     k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
     chunk = max(1, _SELECT_CELLS // max(block, blocks))
     if capacity <= chunk:
-        return frames_of(k), running[-1]
+        return frames_of(k), running[n_words - 1]
     steps = -(-capacity // chunk)
     k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
-    return lax.map(frames_of, k).reshape(-1)[:capacity], running[-1]
+    return lax.map(frames_of, k).reshape(-1)[:capacity], running[n_words - 1]
 
 
 # Comparison cells one selection may hold at once (see select_bits).
 _SELECT_CELLS = 1 << 22
 
 
-def select_runs(run_starts, n, capacity: int):
+def select_runs(run_starts: IndexedBits, n, capacity: int):
     """``(starts, ends, count)`` of the first ``capacity`` runs of a sequence of ``n`` frames
     whose runs tile it (each ends where the next starts), from their bit-packed starts."""
     starts, count = select_bits(run_starts, capacity + 1)
@@ -382,21 +415,21 @@ def select_runs(run_starts, n, capacity: int):
     return starts[:-1], ends, count
 
 
-def bits_before(words, frames):
-    """Number of set bits of ``words`` at frames ``< frames`` (elementwise, ``0 <= frames <=
-    32 W``): a running popcount of the words and one masked word per frame."""
-    counts, running = _running_counts(words)
-    before = running - counts
+def bits_before(bits: IndexedBits, frames):
+    """Number of set bits of ``bits`` at frames ``< frames`` (elementwise, ``0 <= frames <=
+    32 W``): the running popcount to the frame's word, less that word's bits from the frame
+    on."""
+    words, running = bits
     word = jnp.minimum(frames >> 5, words.shape[-1] - 1)  # frames // 32 (frames >= 0)
     low = (frames - word * WORD_BITS).astype(jnp.uint32)  # in [0, 32]
-    below = jnp.where(low == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << low) - 1)
-    return before[word] + popcount(words[word] & below).astype(jnp.int32)
+    from_frame = jnp.where(low == WORD_BITS, 0, ~((jnp.uint32(1) << low) - 1))
+    return running[word] - popcount(words[word] & from_frame).astype(jnp.int32)
 
 
-def rank_bits(words, frames):
+def rank_bits(bits: IndexedBits, frames):
     """Number of set bits of ``words`` at frames ``<= frames``, minus one (the index of the
     run containing each frame when ``words`` marks run starts)."""
-    return bits_before(words, frames + 1) - 1
+    return bits_before(bits, frames + 1) - 1
 
 
 def _table(labels, starts, ends, count, capacity) -> Segments:
@@ -437,7 +470,7 @@ def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Seg
 
 def count_of(labels, n, *, background: tuple[int, ...]):
     """Number of non-background runs of ``labels[:n]``."""
-    return count_set_bits(label_words(labels, n, background).starts)
+    return count_set_bits(label_words(labels, n, background).starts.words)
 
 
 # ------------------------------------------------------------------------------------------
