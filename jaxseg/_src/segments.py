@@ -288,8 +288,9 @@ class PairWords(NamedTuple):
       target, prediction: :class:`LabelWords` of each sequence.
       correct: the two labels agree at ``t``.
       matches: :class:`IndexedBits`: an overlap of a target segment with a same-label
-        predicted segment starts at ``t``. Every such (prediction, target) pair overlaps in exactly one run of the pair,
-        so these bits enumerate the candidate matches of the segmental F1.
+        predicted segment starts at ``t``. Every such (prediction, target) pair overlaps in
+        exactly one run of the pair, so these bits enumerate the candidate matches of the
+        segmental F1.
       background: ``[2, len(background), W]``: the target (row 0) or the prediction (row 1)
         is the background label ``background[i]`` at ``t``.
     """
