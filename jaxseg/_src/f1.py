@@ -72,11 +72,12 @@ def match_candidates(
     first, count = select_bits(words.matches, capacity)
     owner = rank_bits(words.prediction.starts, first)
     other = rank_bits(words.target.starts, first)
-    # Computed once: XLA would otherwise fuse these gathers into each of their many readers.
-    owner, other = lax.optimization_barrier(
-        (jnp.clip(owner, 0, prediction_capacity - 1), jnp.clip(other, 0, target_capacity - 1))
+    return Candidates(
+        jnp.clip(owner, 0, prediction_capacity - 1),
+        jnp.clip(other, 0, target_capacity - 1),
+        jnp.arange(capacity) < count,
+        count,
     )
-    return Candidates(owner, other, jnp.arange(capacity) < count, count)
 
 
 def _best_pairs(owner, candidate, inter, union, groups: int):
