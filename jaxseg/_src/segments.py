@@ -240,16 +240,17 @@ _NEVER = np.iinfo(np.int32).max  # a running count no rank reaches
 
 
 class LabelWords(NamedTuple):
-    """Bit-packed segment boundaries of one label sequence, :class:`IndexedBits` of ``[W]``
-    words (frames past the length are 0).
+    """Bit-packed segment boundaries of one label sequence, ``[W]`` words (frames past the
+    length are 0).
 
     Attributes:
-      starts: a kept (non-background) segment starts at ``t``.
-      ends: a kept segment ends at ``t`` (its last frame).
+      starts: :class:`IndexedBits`: a kept (non-background) segment starts at ``t``.
+      ends: uint32: a kept segment ends at ``t`` (its last frame); read only where there is
+        background (otherwise each segment ends where the next starts).
     """
 
     starts: IndexedBits
-    ends: IndexedBits
+    ends: jax.Array
 
 
 def _change_words(labels):
@@ -272,7 +273,7 @@ def _run_and_kept_words(labels, n, background: tuple[int, ...]):
 
 def _label_words(runs, kept, n) -> LabelWords:
     last_frames = (_next_frame(runs) | _frame_bit(n - 1, runs.shape[-1])) & kept
-    return LabelWords(index_bits(runs & kept), index_bits(last_frames))
+    return LabelWords(index_bits(runs & kept), last_frames)
 
 
 def label_words(labels, n, background: tuple[int, ...]) -> LabelWords:
@@ -459,7 +460,7 @@ def segments_from_words(
         starts, ends, count = select_runs(words.starts, n, capacity)
     else:
         starts, count = select_bits(words.starts, capacity)
-        ends = select_bits(words.ends, capacity)[0] + 1
+        ends = select_bits(index_bits(words.ends), capacity)[0] + 1
     return _table(labels, starts, ends, count, capacity)
 
 
