@@ -429,8 +429,8 @@ def bits_before(bits: IndexedBits, frames):
 
 
 def rank_bits(bits: IndexedBits, frames):
-    """Number of set bits of ``words`` at frames ``<= frames``, minus one (the index of the
-    run containing each frame when ``words`` marks run starts)."""
+    """Number of set bits of ``bits`` at frames ``<= frames``, minus one (the index of the
+    run containing each frame when ``bits`` marks run starts)."""
     return bits_before(bits, frames + 1) - 1
 
 
