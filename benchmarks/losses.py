@@ -218,6 +218,10 @@ def bench_full_length(repeats):
             x, y, mask=m, background=(0,), **kw
         )
         rows[name] = measure(value_and_grad(loss), args, repeats)
+    per_video = jax.vmap(lambda x, y, m: L.soft_edit_loss(x, y, mask=m, background=(0,)))
+    rows["default arguments, jax.vmap over videos"] = measure(
+        value_and_grad(per_video), args, repeats
+    )
     for name, (c, r, t) in rows.items():
         print_row(f"soft_edit_loss ({name})", c, r, rows["K=32"][1], t)
     objectives = training_objectives()

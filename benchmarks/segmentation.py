@@ -4,10 +4,11 @@ Everything runs in this process on the same synthetic data; the ratios are what 
 Two baselines: the reference scripts' organisation of the algorithms (MS-TCN ``eval.py``:
 per-frame loops, a numpy DP matrix, numpy IoU vectors, segments re-extracted per metric) and a
 lean pure-Python version (lists, segments extracted once). jaxseg is timed warm (compiled) in
-two ways: the public functions at default arguments under one ``jax.jit``, called with the
+three ways: the public functions at default arguments under one ``jax.jit``, called with the
 padded numpy arrays and lengths as a user would (transfer and the host's dataset sums
-included), and ``jaxseg.Evaluator`` with all its host work (validation, padding into aligned
-buffers, transfer, both device phases and the final sums).
+included); the same written for one video and mapped with ``jax.vmap``; and
+``jaxseg.Evaluator`` with all its host work (validation, padding into aligned buffers,
+transfer, both device phases and the final sums).
 
 Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R]``. Each round runs both
 baselines, then jaxseg (best of N); the ratio reported is the median over the rounds.
@@ -20,6 +21,7 @@ import resource
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from _data import (
     baseline,
@@ -63,6 +65,19 @@ def _public_functions(targets, predictions, lengths):
     )
 
 
+@jax.jit
+@jax.vmap
+def _public_functions_per_video(target, prediction, length):
+    """The same written for one video and mapped over the batch with ``jax.vmap``."""
+    mask = jnp.arange(target.shape[-1]) < length
+    m = jaxseg.metrics
+    return (
+        m.accuracy(target, prediction, mask=mask),
+        m.edit_score(target, prediction, mask=mask),
+        m.segmental_counts(target, prediction, mask=mask, iou_thresholds=OVERLAPS),
+    )
+
+
 def _dataset_numbers(accuracy, edit, counts, lengths):
     """MS-TCN's dataset numbers from per-video values, on the host in float64."""
     tp, fp, fn = (np.asarray(x, np.float64).sum(axis=0) for x in counts)
@@ -96,13 +111,18 @@ def run(name, targets, predictions, repeats, rounds):
     def public_functions():
         return _dataset_numbers(*_public_functions(padded_t, padded_p, lengths), lengths)
 
+    def per_video_vmapped():
+        numbers = _public_functions_per_video(padded_t, padded_p, lengths)
+        return _dataset_numbers(*numbers, lengths)
+
     entry_points = {
         "public functions, defaults": public_functions,
+        "the same under jax.vmap": per_video_vmapped,
         "Evaluator, padded arrays": from_padded,
         "Evaluator, lists of videos": from_lists,
     }
     # Per-video float32 accuracies and edit scores, summed on the host: 1e-6, not exact.
-    tolerance = {"public functions, defaults": 1e-6}
+    tolerance = {"public functions, defaults": 1e-6, "the same under jax.vmap": 1e-6}
     compile_seconds = {}
     times = {"reference": [], "lean": [], **{label: [] for label in entry_points}}
     for _ in range(rounds):

@@ -5,9 +5,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _reference import segments as reference_segments
+from jax import lax
+from jax.extend.core import jaxprs_in_params
 
-from jaxseg import losses
-from jaxseg._src.capacity import capacity_ladder, in_blocks, run_count_bound
+from jaxseg import losses, metrics
+from jaxseg._src.batching import rows_at_once
+from jaxseg._src.capacity import capacity_ladder, in_blocks, largest, run_count_bound, rung
 
 T, C = 600, 6
 
@@ -140,3 +143,88 @@ def test_in_blocks_equals_one_call_for_any_block_size(block):
     want = fn(*pair)
     for key in want:
         np.testing.assert_array_equal(got[key], want[key])
+
+
+def _branch_counts(closed_jaxpr):
+    """The number of branches of every ``cond`` in a jaxpr, nested ones included."""
+    counts = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "cond":
+                counts.append(len(eqn.params["branches"]))
+            for inner in jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return counts
+
+
+def test_largest_is_one_unbatched_value_for_all_examples():
+    counts = jnp.array([[1, 5], [3, 2]])
+    assert int(largest(counts)) == 5 and int(largest(jnp.zeros((0,), jnp.int32))) == 0
+    assert jax.vmap(largest)(counts).tolist() == [5, 5]
+    assert jax.vmap(jax.vmap(largest))(jnp.arange(24).reshape(2, 3, 4)).tolist() == [[23] * 3] * 2
+    # One index for every example, so a switch on it stays a switch under vmap.
+    ladder = (128, 1024, 6000)
+    assert jax.vmap(lambda c: rung(ladder, c))(jnp.array([[100], [2000]])).tolist() == [2, 2]
+    switched = jax.vmap(lambda c: lax.switch(rung(ladder, c), [lambda: 0, lambda: 1, lambda: 2]))
+    assert 3 in _branch_counts(jax.make_jaxpr(switched)(jnp.array([[100], [2000]])))
+
+
+def test_rows_at_once_equals_the_rows_one_by_one():
+    def total_and_largest(x, mask):
+        kept = x if mask is None else jnp.where(mask, x, 0)
+        return jnp.sum(kept, axis=-1), jnp.broadcast_to(jnp.max(kept), x.shape[:1])
+
+    at_once = rows_at_once(total_and_largest)
+    x = jnp.arange(24).reshape(2, 3, 4)
+    mask = (x % 3) > 0
+    sums, largest_of_all = jax.vmap(at_once)(x, mask)
+    np.testing.assert_array_equal(sums, jnp.sum(jnp.where(mask, x, 0), axis=-1))
+    assert np.all(largest_of_all == 23)  # the mapped rows were joined: one call saw them all
+    sums, _ = jax.vmap(at_once, in_axes=(0, None))(x, mask[0])  # an unbatched operand
+    np.testing.assert_array_equal(sums, jnp.sum(jnp.where(mask[0], x, 0), axis=-1))
+    sums, _ = jax.vmap(at_once, in_axes=(0, None))(x, None)  # None passes through
+    np.testing.assert_array_equal(sums, jnp.sum(x, axis=-1))
+    nested, _ = jax.vmap(jax.vmap(at_once))(x.reshape(2, 1, 3, 4), mask.reshape(2, 1, 3, 4))
+    np.testing.assert_array_equal(nested.reshape(2, 3), jnp.sum(jnp.where(mask, x, 0), axis=-1))
+
+
+def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples():
+    # Batched by vmap, the rung index would differ per example and every rung would run;
+    # the mapped sequences join one batch instead, and the rung switch stays a switch.
+    frames = 2048  # ladder (128, 1024, 2048)
+    rng = np.random.default_rng(3)
+    targets = np.repeat(rng.integers(0, C, (3, 16)), frames // 16, axis=1).astype(np.int32)
+    predictions = np.where(rng.random((3, frames)) < 0.05, 0, targets).astype(np.int32)
+    mask = np.arange(frames)[None, :] < np.array([[frames], [1500], [700]])
+
+    def statistics(t, p, m):
+        return metrics.edit_score(t, p, mask=m), metrics.segmental_counts(t, p, mask=m)
+
+    assert 3 in _branch_counts(jax.make_jaxpr(jax.vmap(statistics))(targets, predictions, mask))
+    for got, want in zip(
+        jax.tree_util.tree_leaves(jax.jit(jax.vmap(statistics))(targets, predictions, mask)),
+        jax.tree_util.tree_leaves(statistics(targets, predictions, mask)),
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_vmap_of_a_segment_loss_runs_one_capacity_for_all_examples():
+    rng = np.random.default_rng(5)
+    labels = _labels(rng, 3, 10)
+    logits = rng.normal(0, 2, (3, T, C)).astype(np.float32)
+
+    def vmapped(x):
+        return jnp.sum(jax.vmap(losses.soft_edit_loss)(x, labels))
+
+    def batched(x):
+        return jnp.sum(losses.soft_edit_loss(x, labels))
+
+    ladder = capacity_ladder(T)
+    assert len(ladder) in _branch_counts(jax.make_jaxpr(jax.value_and_grad(vmapped))(logits))
+    value, grad = jax.jit(jax.value_and_grad(vmapped))(logits)
+    want_value, want_grad = jax.value_and_grad(batched)(logits)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-7)

@@ -1,4 +1,5 @@
-"""Lifting a function written for one sequence over any number of leading batch dimensions."""
+"""Lifting a function written for one sequence over any number of leading batch dimensions,
+and running a function of a batch once under ``jax.vmap``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 
 def lift(fn: Callable, args: Sequence, core_ndims: Sequence[int]):
@@ -45,3 +47,42 @@ def lift(fn: Callable, args: Sequence, core_ndims: Sequence[int]):
     in_axes = [None if x is None else 0 for x in flat]
     out = jax.vmap(fn, in_axes=in_axes)(*flat)
     return jax.tree_util.tree_map(lambda y: jnp.reshape(y, (*batch_shape, *y.shape[1:])), out)
+
+
+def rows_at_once(fn: Callable) -> Callable:
+    """``fn`` of row-wise operands ``[N, ...]`` whose ``jax.vmap`` runs ``fn`` once, on the
+    mapped rows joined: operands ``[V, N, ...]`` run as ``[V * N, ...]``.
+
+    A decision ``fn`` takes for all its rows at once (the segment capacity of the largest
+    count, a loop that runs until every row is done) then stays one decision. Batched by
+    ``vmap`` instead, it would differ per example, and every branch would run: a
+    ``lax.switch`` over capacities would run its worst case on every call.
+
+    ``fn`` must treat its rows independently and map operands ``[N, ...]`` (arrays or None,
+    the same N) to outputs ``[N, ...]``. The result has no reverse-mode derivative
+    (``jax.custom_batching.custom_vmap``): use it for integer-valued computations.
+
+    >>> largest = rows_at_once(lambda x: jnp.broadcast_to(jnp.max(x), x.shape[:1]))
+    >>> jax.vmap(largest)(jnp.array([[1, 2], [3, 4]])).tolist()
+    [[4, 4], [4, 4]]
+    """
+
+    @custom_vmap
+    def at_once(*operands):
+        return fn(*operands)
+
+    @at_once.def_vmap
+    def _(axis_size, in_batched, *operands):
+        rows = next(x.shape[int(b)] for x, b in zip(operands, in_batched) if x is not None)
+
+        def join(x, batched):
+            if x is None:
+                return None
+            x = x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
+            return x.reshape(axis_size * rows, *x.shape[2:])
+
+        out = at_once(*(join(x, b) for x, b in zip(operands, in_batched)))
+        split = lambda y: y.reshape(axis_size, rows, *y.shape[1:])  # noqa: E731
+        return jax.tree_util.tree_map(split, out), jax.tree_util.tree_map(lambda _: True, out)
+
+    return at_once

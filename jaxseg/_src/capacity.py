@@ -6,8 +6,9 @@ is a knob the user must know. Here the caller compiles its computation for a sho
 capacities and ``lax.switch`` runs the smallest that holds the batch's largest true count, so a
 call costs what its data needs and nothing is ever truncated (the last rung is the worst case).
 
-``lax.switch`` runs one branch only outside ``vmap``: call these helpers on the whole batch,
-not inside a vmapped function (there every branch would run).
+``lax.switch`` with an index batched by ``vmap`` would run every branch: :func:`rung` takes
+the largest count of all examples (:func:`largest`), so that one branch runs, on every example
+of the batch.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.custom_batching import custom_vmap
 
+from jaxseg._src.batching import rows_at_once
 from jaxseg._src.segments import is_background
 
 
@@ -42,18 +45,39 @@ def capacity_ladder(worst: int, *, smallest: int = 32, factor: int = 8) -> tuple
     return (*sizes, max(worst, 1))
 
 
-def rung(capacities: Sequence[int], needed) -> jax.Array:
-    """int32 index of the smallest capacity ``>= needed`` (the last one if none is)."""
-    needed = jnp.asarray(needed, jnp.int32)
+def rung(capacities: Sequence[int], counts) -> jax.Array:
+    """int32 index of the smallest capacity that holds every one of ``counts`` (the last one
+    if none does), one index for all examples of a ``jax.vmap`` (:func:`largest`)."""
+    needed = largest(counts)
     return sum((needed > c).astype(jnp.int32) for c in capacities[:-1]) + jnp.int32(0)
 
 
-def switch_capacity(make: Callable, capacities: Sequence[int], needed, *operands):
-    """``make(c)(*operands)`` for the smallest capacity ``c`` that holds ``needed``."""
+@custom_vmap
+def largest(counts) -> jax.Array:
+    """The largest of integer ``counts`` (0 if there are none), as an int32 scalar.
+
+    Under ``jax.vmap`` it is the largest of every example's counts, and not batched: a
+    ``lax.switch`` on a batched index would run every branch and select among their results,
+    the worst capacity included, while one index for all examples runs one branch.
+
+    >>> jax.vmap(largest)(jnp.array([[1, 5], [3, 2]])).tolist()  # both examples: all counts
+    [5, 5]
+    """
+    return jnp.max(jnp.asarray(counts), initial=0).astype(jnp.int32)
+
+
+@largest.def_vmap
+def _largest_of_all_examples(axis_size, in_batched, counts):
+    del axis_size, in_batched
+    return largest(counts), False
+
+
+def switch_capacity(make: Callable, capacities: Sequence[int], counts, *operands):
+    """``make(c)(*operands)`` for the smallest capacity ``c`` that holds every count."""
     branches = [make(c) for c in capacities]
     if len(branches) == 1:
         return branches[0](*operands)
-    return lax.switch(rung(capacities, needed), branches, *operands)
+    return lax.switch(rung(capacities, counts), branches, *operands)
 
 
 # Scratch memory one rung may ask for: sequences beyond it run in chunks, one after another.
@@ -107,11 +131,18 @@ def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool
     return value_and_gradient if with_gradient else value
 
 
-def _over_batch(fn, operands, chunk: int):
-    """``fn`` over the leading axis of ``operands``, ``chunk`` sequences at a time."""
-    if chunk >= operands[0].shape[0]:
-        return jax.vmap(fn)(operands)
-    return lax.map(fn, operands, batch_size=chunk)
+def _over_batch(fn, chunk: int):
+    """``fn`` over the leading axis of a tuple of operands, ``chunk`` sequences at a time;
+    under ``jax.vmap`` over the sequences of all examples (:func:`rows_at_once`), so that the
+    chunks still bound the scratch memory."""
+
+    def over(*operands):
+        if chunk >= operands[0].shape[0]:
+            return jax.vmap(fn)(operands)
+        return lax.map(fn, operands, batch_size=chunk)
+
+    at_once = rows_at_once(over)
+    return lambda operands: at_once(*operands)
 
 
 def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, bytes_per_sequence):
@@ -142,13 +173,11 @@ def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, bytes_p
 
     def branches(with_gradient):
         return tuple(
-            functools.partial(
-                _over_batch, _per_sequence(one, c, n_rows, with_gradient), chunk=chunk
-            )
+            _over_batch(_per_sequence(one, c, n_rows, with_gradient), chunk)
             for c, chunk in zip(ladder, chunks)
         )
 
-    index = rung(ladder, jnp.max(count_bound, initial=0))
+    index = rung(ladder, count_bound)
     return _switched_losses(branches(False), branches(True), n_rows, index, operands)
 
 

@@ -15,13 +15,14 @@ IoUs compared exactly as integer ratios; the distinct targets are counted as bit
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.custom_batching import custom_vmap
 
+from jaxseg._src.batching import rows_at_once
 from jaxseg._src.numerics import compare_products, popcount
 from jaxseg._src.segments import WORD_BITS, PairWords, Segments, rank_bits, select_bits
 
@@ -179,22 +180,8 @@ def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
     handled at once, so that the rare general case is one branch taken for the batch rather
     than a selection that computes both.
     """
-
-    @custom_vmap
-    def flags(*args):
-        return _best_in_groups(*(x[None] for x in args), groups=groups)[0]
-
-    @flags.def_vmap
-    def _(axis_size, in_batched, *args):
-        args = [
-            x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))
-            for x, batched in zip(args, in_batched)
-        ]
-        batch = args[0].shape[:-1]
-        rows = [x.reshape(-1, x.shape[-1]) for x in args]
-        return _best_in_groups(*rows, groups=groups).reshape(*batch, -1), True
-
-    return flags(owner, in_use, overlapping, inter, union)
+    best_in_rows = rows_at_once(functools.partial(_best_in_groups, groups=groups))
+    return best_in_rows(*(x[None] for x in (owner, in_use, overlapping, inter, union)))[0]
 
 
 def distinct_count(index, chosen, size: int):

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
+from jaxseg._src.batching import rows_at_once
 from jaxseg._src.capacity import capacity_ladder, in_blocks, rung
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
@@ -211,7 +212,7 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     branches = [
         _at_rung(c, T, rule, compact=i == last and mask is not None) for i, c in enumerate(ladder)
     ]
-    index = rung(ladder, jnp.max(needed, initial=0))
+    index = rung(ladder, needed)
     if mask is not None:
         index = jnp.where(jnp.all(is_prefix), index, last)
     if len(branches) == 1:
@@ -282,7 +283,8 @@ def _statistics_program(targets, predictions, mask, *, capacities, ignore_index,
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
     if capacities is None:
-        stats = _statistics_by_rung(*flat, rule)
+        # Under jax.vmap the mapped sequences join the batch: one rung for all of them.
+        stats = rows_at_once(functools.partial(_statistics_by_rung, rule=rule))(*flat)
     else:
         targets, predictions, mask = flat
         if mask is None:
@@ -329,8 +331,8 @@ def segmentation_statistics(
       max_target_segments: static capacity of the target segment table, a memory bound.
         ``None`` (with ``max_predicted_segments`` ``None``): each call uses the smallest of a
         few static capacities (128, 1024, ..., T) that holds the batch's segments, so it
-        costs what the data needs and never truncates. Under ``jax.vmap`` of this function
-        every capacity would run: give both capacities there.
+        costs what the data needs and never truncates (under ``jax.vmap``, one capacity for
+        all mapped sequences).
       max_predicted_segments: static capacity of the predicted segment table (``None``: as
         above, or T when ``max_target_segments`` is given).
       legacy_asformer_end: static; if True the last segment ends one frame early when it
@@ -436,9 +438,8 @@ def edit_distance(
         encoding: two same-label segments split by background stay two).
       max_target_segments: static capacity of the target segment table, a memory bound
         (overflow gives NaN). ``None`` (with ``max_predicted_segments`` ``None``): each call
-        uses the smallest of a few static capacities that holds the batch's segments, exact
-        for any input. Under ``jax.vmap`` of this function every capacity would run: give
-        both capacities there (:func:`jaxseg.segments.count_segments`).
+        uses the smallest of a few static capacities that holds the batch's segments (under
+        ``jax.vmap``, of all mapped sequences), exact for any input.
       max_predicted_segments: the same for the predictions (``None``: T when
         ``max_target_segments`` is given).
       ignore_index: optional static int: frames whose target equals it are removed like

@@ -144,8 +144,8 @@ def soft_edit_loss(
         ``T``) that holds the batch's label segments, so it costs what the labels need and
         never truncates. The compiled program reserves the worst case's scratch memory
         (sequences one at a time there: about 3.5 GB at T = 6000), which only a batch that
-        needs it touches. Under ``jax.vmap`` of this function, or with
-        ``backward="autodiff"`` in reverse mode, every capacity is evaluated: give
+        needs it touches; under ``jax.vmap`` one capacity serves all mapped sequences. With
+        ``backward="autodiff"`` in reverse mode every capacity is evaluated: give
         ``max_segments`` there (the DP costs ``T / stride + max_segments`` steps).
       stride: static int ≥ 1. With ``stride > 1`` the DP runs over windows of ``stride``
         frames (``stride`` times fewer sequential steps): a window's soft starts are summed,
@@ -215,8 +215,7 @@ def _soft_edit_program(
         def at(c):
             return lambda *operands: jax.vmap(functools.partial(one, c))(*operands)
 
-        needed = jnp.max(count_bound, initial=0)
-        loss = switch_capacity(at, ladder, needed, *rows, *others)
+        loss = switch_capacity(at, ladder, count_bound, *rows, *others)
     else:
         windows = -(-T // stride)
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import lift
+from jaxseg._src.batching import lift, rows_at_once
 from jaxseg._src.loss_utils import logits_and_labels, nan_where_invalid, probabilities
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.ranking import cumulative_count, stable_order
@@ -394,7 +394,8 @@ def _lovasz_per_class(errors, foreground, present):
     def rows(x):
         return jnp.swapaxes(x, 1, 2).reshape(n * num_classes, frames)
 
-    weights = _ranked_weights(rows(fixed), rows(foreground), rows(ranked))
+    # Under jax.vmap the rows of all examples are ranked together: one loop, one branch a block.
+    weights = rows_at_once(_ranked_weights)(rows(fixed), rows(foreground), rows(ranked))
     weights = jnp.swapaxes(weights.reshape(n, num_classes, frames), 1, 2)
     largest = _first_largest(fixed, axis=1).astype(errors.dtype)
     weights = jnp.where(present[:, None, :], weights, largest)
