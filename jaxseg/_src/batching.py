@@ -59,8 +59,10 @@ def rows_at_once(fn: Callable) -> Callable:
     ``lax.switch`` over capacities would run its worst case on every call.
 
     ``fn`` must treat its rows independently and map operands ``[N, ...]`` (arrays or None,
-    the same N) to outputs ``[N, ...]``. The result has no reverse-mode derivative
-    (``jax.custom_batching.custom_vmap``): use it for integer-valued computations.
+    the same N) to outputs ``[N, ...]``. The result has no derivative of its own
+    (``jax.custom_batching.custom_vmap``): use it where nothing is differentiated through
+    it (integer statistics, values under ``stop_gradient``, the body of a ``custom_vjp``
+    that computes its gradients itself).
 
     >>> largest = rows_at_once(lambda x: jnp.broadcast_to(jnp.max(x), x.shape[:1]))
     >>> jax.vmap(largest)(jnp.array([[1, 2], [3, 4]])).tolist()
