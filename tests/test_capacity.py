@@ -191,19 +191,28 @@ def test_rows_at_once_equals_the_rows_one_by_one():
     np.testing.assert_array_equal(nested.reshape(2, 3), jnp.sum(jnp.where(mask, x, 0), axis=-1))
 
 
-def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples():
+@pytest.mark.parametrize(
+    "capacities", [{}, {"max_target_segments": 64, "max_predicted_segments": 48}]
+)
+@pytest.mark.parametrize("gaps", [False, True])
+def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples(capacities, gaps):
     # Batched by vmap, the rung index would differ per example and every rung would run;
     # the mapped sequences join one batch instead, and the rung switch stays a switch.
     frames = 2048  # ladder (128, 1024, 2048)
     rng = np.random.default_rng(3)
     targets = np.repeat(rng.integers(0, C, (3, 16)), frames // 16, axis=1).astype(np.int32)
-    predictions = np.where(rng.random((3, frames)) < 0.05, 0, targets).astype(np.int32)
+    predictions = np.where(rng.random((3, frames)) < 0.01, 0, targets).astype(np.int32)
     mask = np.arange(frames)[None, :] < np.array([[frames], [1500], [700]])
+    if gaps:
+        mask &= rng.random((3, frames)) > 0.05
 
     def statistics(t, p, m):
-        return metrics.edit_score(t, p, mask=m), metrics.segmental_counts(t, p, mask=m)
+        options = dict(mask=m, **capacities)
+        return metrics.edit_score(t, p, **options), metrics.segmental_counts(t, p, **options)
 
-    assert 3 in _branch_counts(jax.make_jaxpr(jax.vmap(statistics))(targets, predictions, mask))
+    if not capacities:
+        jaxpr = jax.make_jaxpr(jax.vmap(statistics))(targets, predictions, mask)
+        assert 3 in _branch_counts(jaxpr)
     for got, want in zip(
         jax.tree_util.tree_leaves(jax.jit(jax.vmap(statistics))(targets, predictions, mask)),
         jax.tree_util.tree_leaves(statistics(targets, predictions, mask)),

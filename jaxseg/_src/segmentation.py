@@ -282,25 +282,30 @@ def _statistics_program(targets, predictions, mask, *, capacities, ignore_index,
     mask = checks.without_ignored(targets, mask, ignore_index)
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
-    if capacities is None:
-        # Under jax.vmap the mapped sequences join the batch: one rung for all of them.
-        stats = rows_at_once(functools.partial(_statistics_by_rung, rule=rule))(*flat)
-    else:
-        targets, predictions, mask = flat
-        if mask is None:
-            lengths = full_lengths(targets)
-        else:
-            (targets, predictions), lengths = compact_batch((targets, predictions), mask)
-        words = _batch_words(targets, predictions, lengths, rule["background"])
-        stats = in_blocks(
-            functools.partial(_batch_statistics, capacities=capacities, **rule),
-            targets,
-            predictions,
-            lengths,
-            words,
-            block=_sequences_per_block(max(capacities), T),
-        )
+    # Under jax.vmap the mapped sequences join the batch: one rung (and one decision to
+    # compact the masked frames) for all of them.
+    of_rows = functools.partial(_statistics_of_rows, capacities=capacities, rule=rule)
+    stats = rows_at_once(of_rows)(*flat)
     return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
+
+
+def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
+    """:func:`_statistics_program` of a flat batch ``[B, T]``."""
+    if capacities is None:
+        return _statistics_by_rung(targets, predictions, mask, rule)
+    if mask is None:
+        lengths = full_lengths(targets)
+    else:
+        (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+    words = _batch_words(targets, predictions, lengths, rule["background"])
+    return in_blocks(
+        functools.partial(_batch_statistics, capacities=capacities, **rule),
+        targets,
+        predictions,
+        lengths,
+        words,
+        block=_sequences_per_block(max(capacities), targets.shape[-1]),
+    )
 
 
 @renamed_arguments(overlaps="iou_thresholds")
