@@ -594,7 +594,7 @@ def test_statistics_in_blocks_of_sequences_equal_the_reference(
 ):
     # A scratch budget of a few sequences: every rung runs in several blocks (the last one
     # overlapping), with or without gaps in the mask, at chosen and at default capacities.
-    monkeypatch.setattr(segmentation, "_BLOCK_BYTES", 40_000)
+    monkeypatch.setattr(segmentation, "_SCRATCH_BUDGET", 40_000)
     rng = np.random.default_rng(holes)
     B, T = 13, 157 + given_capacities  # shapes of their own: no program compiled before
     targets = rng.integers(0, 4, (B, T)).astype(np.int32)
@@ -604,7 +604,7 @@ def test_statistics_in_blocks_of_sequences_equal_the_reference(
     if holes:
         mask &= rng.random((B, T)) > 0.05
     capacities = dict(max_target_segments=T, max_predicted_segments=T) if given_capacities else {}
-    assert segmentation._sequences_per_block(T, T) < B
+    assert segmentation._sequences_per_block(T, (B, T), ()) < B
     got = segmentation_statistics(targets, predictions, mask=mask, **capacities)
     for i in range(B):
         t, p, m = targets[i], predictions[i], mask[i]

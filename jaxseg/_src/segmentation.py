@@ -147,9 +147,11 @@ def _batch_words(targets, predictions, lengths, background):
     return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
 
 
-def _at_rung(capacity: int, T: int, rule: dict, *, compact: bool):
+def _at_rung(capacity: int, shape: tuple, rule: dict, *, compact: bool):
     """The branch of :func:`_statistics_by_rung` for tables of ``capacity`` segments; with
-    ``compact``, the valid frames are first moved to the front (a mask with gaps)."""
+    ``compact``, the valid frames are first moved to the front (a mask with gaps); ``shape``
+    ``(B, T)`` is the batch's."""
+    T = shape[-1]
     candidates = min(T, candidate_bound(capacity, capacity, rule["background"]))
     capacities = (capacity, capacity, candidates)
 
@@ -162,29 +164,46 @@ def _at_rung(capacity: int, T: int, rule: dict, *, compact: bool):
             targets, predictions, lengths, words, capacities=capacities, **rule
         )
 
-    return functools.partial(in_blocks, run, block=_sequences_per_block(max(capacities), T))
+    block = _sequences_per_block(max(capacities), shape, rule["background"])
+    return functools.partial(in_blocks, run, block=block)
 
 
-def _sequences_per_block(capacity: int, T: int) -> int | None:
-    """How many sequences one block of :func:`~jaxseg._src.capacity.in_blocks` holds at this
-    capacity: on CPU, as many as fit ``_BLOCK_BYTES`` of XLA scratch memory; elsewhere all.
+def _sequences_per_block(capacity: int, shape: tuple, background: tuple) -> int | None:
+    """How many sequences of a batch of ``shape`` ``(B, T)`` one block of
+    :func:`~jaxseg._src.capacity.in_blocks` holds at this capacity: on CPU, as many as keep
+    the program's scratch memory within ``_SCRATCH_BUDGET``; elsewhere all.
 
     XLA:CPU allocates a program's scratch memory afresh on every call, and glibc serves
     blocks beyond its mmap threshold (at most 32 MiB) straight from the kernel, so every page
     the program touches is faulted in again on every call. The scratch of the larger rungs
     (hundreds of MB, even when they do not run) put every call of a Breakfast-sized batch
-    there, the faults a large part of its time (``benchmarks/README.md``). Other backends keep
-    their memory in a pool.
+    there, the faults a large part of its time (``benchmarks/README.md``). Blocks cost time
+    of their own, so they are as large as the budget allows. Other backends keep their
+    memory in a pool.
     """
     if jax.default_backend() != "cpu":
         return None
-    # An upper estimate of one sequence's scratch (XLA's memory_analysis at T = 2000-20000):
-    # table rows of 110-500 bytes, growing with T, and a few bytes per frame.
-    per_sequence = capacity * max(112, T // 40) + 4 * T
-    return max(1, _BLOCK_BYTES // per_sequence)
+    rows, T = shape
+    # The frame pass's words, outside the blocks, take under a byte per frame.
+    room = max(_SCRATCH_BUDGET - rows * T, _SCRATCH_BUDGET // 4)
+    return max(1, room // _scratch_per_sequence(capacity, T, background))
 
 
-_BLOCK_BYTES = 1 << 24
+def _scratch_per_sequence(capacity: int, T: int, background: tuple) -> int:
+    """An upper estimate of one sequence's XLA:CPU scratch memory at this capacity, in bytes.
+
+    Measured with XLA's ``memory_analysis`` (jax 0.10, T = 500-30000): 87-100 bytes per table
+    row, 125-175 with background, and about one byte per frame; beyond 16384 frames (512
+    words) the rows take about T / 40 bytes (T / 20 with background).
+    """
+    per_row = 100 if T <= 16384 else T // 40 + 1
+    if background:
+        per_row *= 2
+    return capacity * per_row + T
+
+
+# Below glibc's largest mmap threshold (32 MiB).
+_SCRATCH_BUDGET = 30 << 20
 
 
 def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationStatistics:
@@ -200,7 +219,7 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
         lengths, mask_words = full_lengths(targets), None
     else:
         # The branches take the mask as words: a bool mask there would be materialised, an
-        # array of the labels' size in the program's scratch memory (see _BLOCK_BYTES).
+        # array of the labels' size in the program's scratch memory (see _SCRATCH_BUDGET).
         lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
     needed = jnp.maximum(
@@ -210,7 +229,8 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     ladder = capacity_ladder(T, **_LADDER)
     last = len(ladder) - 1
     branches = [
-        _at_rung(c, T, rule, compact=i == last and mask is not None) for i, c in enumerate(ladder)
+        _at_rung(c, (targets.shape[0], T), rule, compact=i == last and mask is not None)
+        for i, c in enumerate(ladder)
     ]
     index = rung(ladder, needed)
     if mask is not None:
@@ -304,7 +324,7 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
         predictions,
         lengths,
         words,
-        block=_sequences_per_block(max(capacities), targets.shape[-1]),
+        block=_sequences_per_block(max(capacities), targets.shape, rule["background"]),
     )
 
 
