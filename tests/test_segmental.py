@@ -615,27 +615,31 @@ def test_statistics_in_blocks_of_sequences_equal_the_reference(
         np.testing.assert_array_equal(got.fn[i], fn)
 
 
-def test_the_metrics_of_a_breakfast_sized_batch_fit_a_small_scratch_memory():
+@pytest.mark.parametrize(
+    "shape, background", [((1712, 6000), ()), ((256, 6000), (0,))], ids=["breakfast", "few-bg"]
+)
+def test_the_metrics_of_a_dataset_sized_batch_fit_a_small_scratch_memory(shape, background):
     # XLA:CPU allocates the scratch afresh per call; above glibc's mmap threshold (32 MiB at
-    # most) every touched page faults on every call. The larger rungs run in blocks and the
+    # most) every touched page faults on every call. The rungs run in blocks sized to stay
+    # below it (many short sequences, or few with background and larger blocks) and the
     # switch takes the mask packed, so the three metrics under one jit stay below it; one
     # frame pass serves them all, so they need little more scratch than the statistics alone.
-    labels = jax.ShapeDtypeStruct((1712, 6000), np.int32)
-    lengths = jax.ShapeDtypeStruct((1712,), np.int32)
+    labels = jax.ShapeDtypeStruct(shape, np.int32)
+    lengths = jax.ShapeDtypeStruct(shape[:1], np.int32)
 
     def scratch(fn):
         def metrics(targets, predictions, lengths):
             mask = jseg.lengths_to_mask(lengths, targets.shape[-1])
-            return fn(targets, predictions, mask=mask)
+            return fn(targets, predictions, mask=mask, background=background)
 
         compiled = jax.jit(metrics).lower(labels, labels, lengths).compile()
         return compiled.memory_analysis().temp_size_in_bytes
 
-    def three(targets, predictions, mask):
+    def three(targets, predictions, mask, background):
         return (
             M.accuracy(targets, predictions, mask=mask),
-            M.edit_score(targets, predictions, mask=mask),
-            M.segmental_counts(targets, predictions, mask=mask),
+            M.edit_score(targets, predictions, mask=mask, background=background),
+            M.segmental_counts(targets, predictions, mask=mask, background=background),
         )
 
     together = scratch(three)
