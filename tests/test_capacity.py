@@ -8,6 +8,7 @@ from _reference import segments as reference_segments
 from jax import lax
 from jax.extend.core import jaxprs_in_params
 
+import jaxseg.segments as jseg
 from jaxseg import losses, metrics
 from jaxseg._src.batching import rows_at_once
 from jaxseg._src.capacity import capacity_ladder, in_blocks, largest, run_count_bound, rung
@@ -160,6 +161,22 @@ def _branch_counts(closed_jaxpr):
     return counts
 
 
+def _unconditional_primitives(closed_jaxpr):
+    """The names of the primitives a jaxpr runs on every call (outside the branches of a
+    ``cond``), nested calls included."""
+    names = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            if eqn.primitive.name != "cond":
+                for inner in jaxprs_in_params(eqn.params):
+                    walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return names
+
+
 def test_largest_is_one_unbatched_value_for_all_examples():
     counts = jnp.array([[1, 5], [3, 2]])
     assert int(largest(counts)) == 5 and int(largest(jnp.zeros((0,), jnp.int32))) == 0
@@ -216,6 +233,28 @@ def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples(cap
     for got, want in zip(
         jax.tree_util.tree_leaves(jax.jit(jax.vmap(statistics))(targets, predictions, mask)),
         jax.tree_util.tree_leaves(statistics(targets, predictions, mask)),
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_vmap_of_to_segments_with_a_mask_decides_the_compaction_once(gaps):
+    # Batched by vmap, the "every mask is a prefix" predicate would differ per example and
+    # the sort that compacts masked frames would run on every call; the mapped rows join one
+    # batch instead, and the cond stays a cond.
+    rng = np.random.default_rng(11)
+    labels = _labels(rng, 4, 12)
+    mask = np.arange(T) < rng.integers(T // 2, T + 1, (4, 1))
+    if gaps:
+        mask &= rng.random((4, T)) > 0.1
+
+    def one(x, m):
+        return jseg.to_segments(x, mask=m, max_segments=40), jseg.count_segments(x, mask=m)
+
+    assert "sort" not in _unconditional_primitives(jax.make_jaxpr(jax.vmap(one))(labels, mask))
+    for got, want in zip(
+        jax.tree_util.tree_leaves(jax.jit(jax.vmap(one))(labels, mask)),
+        jax.tree_util.tree_leaves(one(labels, mask)),
     ):
         np.testing.assert_array_equal(got, want)
 
