@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxprs import branch_counts, unconditional_primitives
 from _reference import segments as reference_segments
 from jax import lax
-from jax.extend.core import jaxprs_in_params
 
 import jaxseg.segments as jseg
 from jaxseg import losses, metrics
@@ -146,37 +146,6 @@ def test_in_blocks_equals_one_call_for_any_block_size(block):
         np.testing.assert_array_equal(got[key], want[key])
 
 
-def _branch_counts(closed_jaxpr):
-    """The number of branches of every ``cond`` in a jaxpr, nested ones included."""
-    counts = []
-
-    def walk(jaxpr):
-        for eqn in jaxpr.eqns:
-            if eqn.primitive.name == "cond":
-                counts.append(len(eqn.params["branches"]))
-            for inner in jaxprs_in_params(eqn.params):
-                walk(inner)
-
-    walk(closed_jaxpr.jaxpr)
-    return counts
-
-
-def _unconditional_primitives(closed_jaxpr):
-    """The names of the primitives a jaxpr runs on every call (outside the branches of a
-    ``cond``), nested calls included."""
-    names = set()
-
-    def walk(jaxpr):
-        for eqn in jaxpr.eqns:
-            names.add(eqn.primitive.name)
-            if eqn.primitive.name != "cond":
-                for inner in jaxprs_in_params(eqn.params):
-                    walk(inner)
-
-    walk(closed_jaxpr.jaxpr)
-    return names
-
-
 def test_largest_is_one_unbatched_value_for_all_examples():
     counts = jnp.array([[1, 5], [3, 2]])
     assert int(largest(counts)) == 5 and int(largest(jnp.zeros((0,), jnp.int32))) == 0
@@ -186,7 +155,7 @@ def test_largest_is_one_unbatched_value_for_all_examples():
     ladder = (128, 1024, 6000)
     assert jax.vmap(lambda c: rung(ladder, c))(jnp.array([[100], [2000]])).tolist() == [2, 2]
     switched = jax.vmap(lambda c: lax.switch(rung(ladder, c), [lambda: 0, lambda: 1, lambda: 2]))
-    assert 3 in _branch_counts(jax.make_jaxpr(switched)(jnp.array([[100], [2000]])))
+    assert 3 in branch_counts(jax.make_jaxpr(switched)(jnp.array([[100], [2000]])))
 
 
 def test_rows_at_once_equals_the_rows_one_by_one():
@@ -229,7 +198,7 @@ def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples(cap
 
     if not capacities:
         jaxpr = jax.make_jaxpr(jax.vmap(statistics))(targets, predictions, mask)
-        assert 3 in _branch_counts(jaxpr)
+        assert 3 in branch_counts(jaxpr)
     for got, want in zip(
         jax.tree_util.tree_leaves(jax.jit(jax.vmap(statistics))(targets, predictions, mask)),
         jax.tree_util.tree_leaves(statistics(targets, predictions, mask)),
@@ -251,7 +220,7 @@ def test_vmap_of_to_segments_with_a_mask_decides_the_compaction_once(gaps):
     def one(x, m):
         return jseg.to_segments(x, mask=m, max_segments=40), jseg.count_segments(x, mask=m)
 
-    assert "sort" not in _unconditional_primitives(jax.make_jaxpr(jax.vmap(one))(labels, mask))
+    assert "sort" not in unconditional_primitives(jax.make_jaxpr(jax.vmap(one))(labels, mask))
     for got, want in zip(
         jax.tree_util.tree_leaves(jax.jit(jax.vmap(one))(labels, mask)),
         jax.tree_util.tree_leaves(one(labels, mask)),
@@ -271,7 +240,7 @@ def test_vmap_of_a_segment_loss_runs_one_capacity_for_all_examples():
         return jnp.sum(losses.soft_edit_loss(x, labels))
 
     ladder = capacity_ladder(T)
-    assert len(ladder) in _branch_counts(jax.make_jaxpr(jax.value_and_grad(vmapped))(logits))
+    assert len(ladder) in branch_counts(jax.make_jaxpr(jax.value_and_grad(vmapped))(logits))
     value, grad = jax.jit(jax.value_and_grad(vmapped))(logits)
     want_value, want_grad = jax.value_and_grad(batched)(logits)
     np.testing.assert_allclose(value, want_value, rtol=1e-6)

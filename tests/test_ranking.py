@@ -10,6 +10,7 @@ import _reference_ranking as ref
 import jax
 import numpy as np
 import pytest
+from _jaxprs import unconditional_primitives
 from conftest import golden_path
 from sklearn import metrics as skm
 
@@ -445,6 +446,29 @@ def test_ap_is_jittable_and_vmappable():
         targets, scores, mask
     )
     np.testing.assert_allclose(np.asarray(direct), np.asarray(mapped), atol=0)
+
+
+def test_vmapped_rankings_take_one_branch_for_all_examples():
+    # Batched by vmap, the predicates "every key fits the packed sort" and "a run of more
+    # than two tied positives" would make each cond run both of its branches (both sorts)
+    # on every call; one predicate for all mapped examples keeps them conds.
+    targets, scores, mask = _random_rows(5, ties=True)
+    scores[3, :40], targets[3, :40] = 0.5, True  # a long run of tied positives
+    scores[4, 0] = -np.inf  # keys too far apart to pack: the general sort for all
+
+    def ap(t, s, m):
+        return M.average_precision(t, s, mask=m)
+
+    jaxpr = jax.make_jaxpr(jax.vmap(ap))(targets, scores, mask)
+    assert "sort" not in unconditional_primitives(jaxpr)
+    for rows in (slice(None), slice(5, None)):  # with and without the long run and far key
+        t, s, m = targets[rows], scores[rows], mask[rows]
+        np.testing.assert_array_equal(jax.jit(jax.vmap(ap))(t, s, m), ap(t, s, m))
+
+    videos = (targets.reshape(4, 6, R_N).swapaxes(1, 2), scores.reshape(4, 6, R_N).swapaxes(1, 2))
+    for metric in (M.calibrated_average_precision, M.mean_average_precision):
+        per_class = lambda t, s, metric=metric: metric(t, s).per_class  # noqa: E731
+        np.testing.assert_array_equal(jax.jit(jax.vmap(per_class))(*videos), per_class(*videos))
 
 
 # ---------------------------------------------------------------------------- sort helpers

@@ -88,3 +88,24 @@ def rows_at_once(fn: Callable) -> Callable:
         return jax.tree_util.tree_map(split, out), jax.tree_util.tree_map(lambda _: True, out)
 
     return at_once
+
+
+@custom_vmap
+def any_example(flags) -> jax.Array:
+    """Whether any of bool ``flags`` is True (a bool scalar); under ``jax.vmap``, whether any
+    of every mapped example's flags is, and not batched.
+
+    For the predicate of a ``lax.cond`` between two exact ways to compute the same values:
+    batched by ``vmap``, the predicate would make ``cond`` run both branches and select; one
+    predicate for all examples runs one branch, for all of them.
+
+    >>> jax.vmap(any_example)(jnp.array([[False, True], [False, False]])).tolist()
+    [True, True]
+    """
+    return jnp.any(jnp.asarray(flags))
+
+
+@any_example.def_vmap
+def _any_of_all_examples(axis_size, in_batched, flags):
+    del axis_size, in_batched
+    return any_example(flags), False

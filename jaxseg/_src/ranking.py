@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
+from jaxseg._src.batching import any_example
 from jaxseg._src.numerics import running_sum, safe_divide
 
 INTERPOLATIONS = ("step", "11point", "all_point")
@@ -284,7 +285,8 @@ def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
 
         return _with_ties((stored,), view, row_values)
 
-    return lax.cond(fits, packed, general)
+    # Under vmap, one branch for every example: the general one unless all of them fit.
+    return lax.cond(any_example(~fits), general, packed)
 
 
 def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple:
@@ -313,7 +315,7 @@ def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple:
 
     values, longer = zip(*(short_runs(view(block)) for block in blocks))
     values = jax.tree.map(lambda *parts: jnp.concatenate(parts), *values)
-    return lax.cond(jnp.any(jnp.stack(longer)), long_runs, lambda: values)
+    return lax.cond(any_example(jnp.stack(longer)), long_runs, lambda: values)
 
 
 def _rank_stable(keys, positive, valid) -> _Ranked:

@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import lift, rows_at_once
+from jaxseg._src.batching import any_example, lift
 from jaxseg._src.numerics import count_set_bits, popcount, windowed_running_sum
 
 WORD_BITS = 32
@@ -80,21 +80,13 @@ def compact_batch(arrays, mask):
 
     When every row's mask is a prefix (padding at the end, the usual case) the arrays are
     returned unchanged; otherwise the valid frames of each row are moved to its front. Under
-    ``jax.vmap`` the decision is taken once for all mapped rows (:func:`rows_at_once`), so
-    that a batch of prefix masks skips the sort there too.
+    ``jax.vmap`` the choice is one for all mapped rows
+    (:func:`~jaxseg._src.batching.any_example`), so that a batch of prefix masks skips the
+    sort there too.
     """
-    batch_shape, T = mask.shape[:-1], mask.shape[-1]
-    if T == 0:
-        return tuple(arrays), jnp.zeros(batch_shape, jnp.int32)
-    as_rows = lambda x: jnp.reshape(x, (-1, T))  # noqa: E731
-    arrays, lengths = rows_at_once(_compact_rows)(as_rows(mask), *map(as_rows, arrays))
-    arrays = tuple(jnp.reshape(x, (*batch_shape, T)) for x in arrays)
-    return arrays, jnp.reshape(lengths, batch_shape)
-
-
-def _compact_rows(mask, *arrays):
-    """:func:`compact_batch` of rows ``[N, T]``."""
-    lengths, is_prefix, _ = jax.vmap(mask_summary)(mask)
+    if mask.shape[-1] == 0:
+        return tuple(arrays), jnp.zeros(mask.shape[:-1], jnp.int32)
+    lengths, is_prefix, _ = lift(mask_summary, (mask,), (1,))
 
     def compacted(arrays):
         # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
@@ -102,9 +94,9 @@ def _compact_rows(mask, *arrays):
         # memory grows so large that every call, even one taking the other branch, pays fresh
         # page faults for it (2-3x slower at 256 x 6000).
         key = (~mask).astype(jnp.int8)
-        return tuple(lax.sort((key, *arrays), dimension=1, num_keys=1)[1:])
+        return tuple(lax.sort((key, *arrays), dimension=mask.ndim - 1, num_keys=1)[1:])
 
-    return lax.cond(jnp.all(is_prefix), lambda a: tuple(a), compacted, arrays), lengths
+    return lax.cond(any_example(~is_prefix), compacted, lambda a: a, tuple(arrays)), lengths
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""What a traced program runs: the walks over jaxprs that the vmap tests assert on."""
+
+from __future__ import annotations
+
+from jax.extend.core import jaxprs_in_params
+
+
+def branch_counts(closed_jaxpr) -> list[int]:
+    """The number of branches of every ``cond`` in a jaxpr, nested ones included."""
+    counts = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "cond":
+                counts.append(len(eqn.params["branches"]))
+            for inner in jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return counts
+
+
+def unconditional_primitives(closed_jaxpr) -> set[str]:
+    """The names of the primitives a jaxpr runs on every call (outside the branches of a
+    ``cond``), nested calls included."""
+    names = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            if eqn.primitive.name != "cond":
+                for inner in jaxprs_in_params(eqn.params):
+                    walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return names
