@@ -10,8 +10,8 @@ from jax import lax
 
 import jaxseg.segments as jseg
 from jaxseg import losses, metrics
-from jaxseg._src.batching import rows_at_once
-from jaxseg._src.capacity import capacity_ladder, in_blocks, largest, run_count_bound, rung
+from jaxseg._src.batching import any_example, largest, rows_at_once
+from jaxseg._src.capacity import capacity_ladder, in_blocks, run_count_bound, rung
 
 T, C = 600, 6
 
@@ -156,6 +156,17 @@ def test_largest_is_one_unbatched_value_for_all_examples():
     assert jax.vmap(lambda c: rung(ladder, c))(jnp.array([[100], [2000]])).tolist() == [2, 2]
     switched = jax.vmap(lambda c: lax.switch(rung(ladder, c), [lambda: 0, lambda: 1, lambda: 2]))
     assert 3 in branch_counts(jax.make_jaxpr(switched)(jnp.array([[100], [2000]])))
+
+
+def test_any_example_is_one_unbatched_flag_for_all_examples():
+    flags = jnp.array([[False, True], [False, False]])
+    assert bool(any_example(flags)) and not bool(any_example(jnp.zeros((0,), bool)))
+    assert jax.vmap(any_example)(flags).tolist() == [True, True]
+    assert jax.vmap(any_example)(~flags | True).tolist() == [True, True]
+    assert jax.vmap(jax.vmap(any_example))(jnp.zeros((2, 3, 4), bool)).tolist() == [[False] * 3] * 2
+    # One predicate for every example, so a cond on it stays a cond under vmap.
+    chosen = jax.vmap(lambda f: lax.cond(any_example(f), lambda: 1, lambda: 0))
+    assert 2 in branch_counts(jax.make_jaxpr(chosen)(flags))
 
 
 def test_rows_at_once_equals_the_rows_one_by_one():

@@ -1,5 +1,6 @@
 """Lifting a function written for one sequence over any number of leading batch dimensions,
-and running a function of a batch once under ``jax.vmap``."""
+and decisions taken once for all examples of a ``jax.vmap`` (a function of the joined rows,
+the largest count, any flag)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,26 @@ def rows_at_once(fn: Callable) -> Callable:
         return jax.tree_util.tree_map(split, out), jax.tree_util.tree_map(lambda _: True, out)
 
     return at_once
+
+
+@custom_vmap
+def largest(counts) -> jax.Array:
+    """The largest of integer ``counts`` (0 if there are none), as an int32 scalar.
+
+    Under ``jax.vmap`` it is the largest of every example's counts, and not batched: a
+    ``lax.switch`` on a batched index would run every branch and select among their results,
+    the worst capacity included, while one index for all examples runs one branch.
+
+    >>> jax.vmap(largest)(jnp.array([[1, 5], [3, 2]])).tolist()  # both examples: all counts
+    [5, 5]
+    """
+    return jnp.max(jnp.asarray(counts), initial=0).astype(jnp.int32)
+
+
+@largest.def_vmap
+def _largest_of_all_examples(axis_size, in_batched, counts):
+    del axis_size, in_batched
+    return largest(counts), False
 
 
 @custom_vmap

@@ -7,8 +7,8 @@ capacities and ``lax.switch`` runs the smallest that holds the batch's largest t
 call costs what its data needs and nothing is ever truncated (the last rung is the worst case).
 
 ``lax.switch`` with an index batched by ``vmap`` would run every branch: :func:`rung` takes
-the largest count of all examples (:func:`largest`), so that one branch runs, on every example
-of the batch.
+the largest count of all examples (:func:`~jaxseg._src.batching.largest`), so that one branch
+runs, on every example of the batch.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.custom_batching import custom_vmap
 
-from jaxseg._src.batching import rows_at_once
+from jaxseg._src.batching import largest, rows_at_once
 from jaxseg._src.segments import is_background
 
 
@@ -47,29 +46,10 @@ def capacity_ladder(worst: int, *, smallest: int = 32, factor: int = 8) -> tuple
 
 def rung(capacities: Sequence[int], counts) -> jax.Array:
     """int32 index of the smallest capacity that holds every one of ``counts`` (the last one
-    if none does), one index for all examples of a ``jax.vmap`` (:func:`largest`)."""
+    if none does), one index for all examples of a ``jax.vmap``
+    (:func:`~jaxseg._src.batching.largest`)."""
     needed = largest(counts)
     return sum((needed > c).astype(jnp.int32) for c in capacities[:-1]) + jnp.int32(0)
-
-
-@custom_vmap
-def largest(counts) -> jax.Array:
-    """The largest of integer ``counts`` (0 if there are none), as an int32 scalar.
-
-    Under ``jax.vmap`` it is the largest of every example's counts, and not batched: a
-    ``lax.switch`` on a batched index would run every branch and select among their results,
-    the worst capacity included, while one index for all examples runs one branch.
-
-    >>> jax.vmap(largest)(jnp.array([[1, 5], [3, 2]])).tolist()  # both examples: all counts
-    [5, 5]
-    """
-    return jnp.max(jnp.asarray(counts), initial=0).astype(jnp.int32)
-
-
-@largest.def_vmap
-def _largest_of_all_examples(axis_size, in_batched, counts):
-    del axis_size, in_batched
-    return largest(counts), False
 
 
 def switch_capacity(make: Callable, capacities: Sequence[int], counts, *operands):
