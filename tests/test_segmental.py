@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxprs import branch_counts
 from _videos import pad_batch, pad_rows, video_specs
 from hypothesis import given
 from hypothesis import strategies as st
@@ -514,16 +515,16 @@ def _candidate_rows(rng, rows, width, longest):
 def test_best_pair_of_each_prediction(longest):
     # Groups of at most two rows take the neighbour comparisons, longer ones the general
     # path for the whole batch; under vmap (one batch, or nested) and without, the same flags.
-    from jaxseg._src.f1 import _best_flags, _best_in_groups, _best_of_pairs
+    from jaxseg._src.f1 import _best_flags, _best_of_pairs
 
     rng = np.random.default_rng(longest)
     args = _candidate_rows(rng, 24, 40, longest)
     want = np.stack([_group_best_reference(*row) for row in zip(*args)])
-    got = _best_in_groups(*args, groups=40)
-    np.testing.assert_array_equal(got, want)
     if longest <= 2:
         np.testing.assert_array_equal(_best_of_pairs(*args), want)
     flags = functools.partial(_best_flags, groups=40)
+    np.testing.assert_array_equal(jax.vmap(flags)(*args), want)
+    assert 2 in branch_counts(jax.make_jaxpr(jax.vmap(flags))(*args))  # one branch runs
     np.testing.assert_array_equal(jax.jit(jax.vmap(flags))(*args), want)
     nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
     np.testing.assert_array_equal(nested.reshape(24, 40), want)

@@ -15,14 +15,13 @@ IoUs compared exactly as integer ratios; the distinct targets are counted as bit
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxseg._src.batching import rows_at_once
+from jaxseg._src.batching import any_example
 from jaxseg._src.numerics import compare_products, popcount
 from jaxseg._src.segments import WORD_BITS, PairWords, Segments, rank_bits, select_bits
 
@@ -152,36 +151,25 @@ def _best_of_pairs(owner, in_use, overlapping, inter, union):
     return overlapping & ~(same_prev & beaten(-1, False)) & ~(same_next & beaten(1, True))
 
 
-def _best_in_groups(owner, in_use, overlapping, inter, union, *, groups: int):
-    """``[R, M]`` rows: whether each pair is its group's best (see :func:`_best_flags`).
-
-    Groups of one or two rows, the usual case, are settled by comparing neighbours; if any
-    group of the batch is longer, every row goes through :func:`_best_pairs` instead.
-    """
-    same_next = in_use[:, :-1] & in_use[:, 1:] & (owner[:, :-1] == owner[:, 1:])
-    longer = jnp.any(same_next[:, :-1] & same_next[:, 1:])
-
-    def general(owner, in_use, overlapping, inter, union):
-        def row(owner, overlapping, inter, union):
-            best = _best_pairs(owner, overlapping, inter, union, groups)
-            return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
-
-        return jax.vmap(row)(owner, overlapping, inter, union)
-
-    args = (owner, in_use, overlapping, inter, union)
-    return lax.cond(longer, general, _best_of_pairs, *args)
-
-
 def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
     """bool ``[M]``: whether each candidate pair is the best of its prediction's pairs.
 
     MS-TCN compares every prediction with its highest-IoU same-label target (the first on
-    ties), so only these pairs can be true positives. Under ``vmap`` the whole batch is
-    handled at once, so that the rare general case is one branch taken for the batch rather
-    than a selection that computes both.
+    ties), so only these pairs can be true positives. Groups of one or two rows, the usual
+    case, are settled by comparing neighbours; if any group is longer, every row goes through
+    :func:`_best_pairs` instead. Under ``vmap`` that choice is one for all sequences
+    (:func:`~jaxseg._src.batching.any_example`), so that the rare general case is one branch
+    taken for the batch rather than a selection that computes both.
     """
-    best_in_rows = rows_at_once(functools.partial(_best_in_groups, groups=groups))
-    return best_in_rows(*(x[None] for x in (owner, in_use, overlapping, inter, union)))[0]
+    same_next = in_use[:-1] & in_use[1:] & (owner[:-1] == owner[1:])
+    longer = any_example(same_next[:-1] & same_next[1:])
+
+    def general(owner, in_use, overlapping, inter, union):
+        best = _best_pairs(owner, overlapping, inter, union, groups)
+        return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
+
+    args = (owner, in_use, overlapping, inter, union)
+    return lax.cond(longer, general, _best_of_pairs, *args)
 
 
 def distinct_count(index, chosen, size: int):
