@@ -1,10 +1,11 @@
 """Benchmark: public functions called outside ``jax.jit`` (a notebook, a per-video loop).
 
-Each public segmental metric and segment-level loss validates its arguments and then runs one
-compiled program per shape and static arguments. The baseline, in the same run, is the same
-function with that program replaced by its undecorated body, so that every operation is
-dispatched on its own, as before the programs existed. Both are timed warm (best of N after
-one call) and on their first call with a new shape.
+Every public metric runs as one compiled program per shape and static arguments
+(``programs.one_program``); the segment-level losses validate their labels and then run one
+program of their own. The baseline, in the same run, is the same function with its programs
+replaced by their undecorated bodies, so that every operation is dispatched on its own, as
+before the programs existed. Both are timed warm (best of N after one call) and on their first
+call with a new shape.
 
 Run: ``python benchmarks/eager.py [--repeats N]``.
 """
@@ -21,41 +22,64 @@ import numpy as np
 from _data import machine_summary
 
 import jaxseg
-from jaxseg._src import segmentation, segments, soft_edit, temporal_losses
+from jaxseg._src import segmentation, soft_edit, temporal_losses
 
-# (module, name of its compiled program) behind each public function timed here.
-_PROGRAMS = {
+# (module, name of the compiled program) inside the public functions timed here.
+_INNER_PROGRAMS = {
     "edit_score": (segmentation, "_statistics_program"),
-    "segmental_f1": (segmentation, "_statistics_program"),
-    "to_segments": (segments, "_segments_program"),
     "soft_edit_loss": (soft_edit, "_soft_edit_program"),
     "ctc_transcript_loss": (temporal_losses, "_ctc_program"),
 }
 
 
 @contextlib.contextmanager
-def _dispatched_one_by_one(module, name):
-    """The module's compiled program replaced by its body for the duration."""
-    program = getattr(module, name)
-    setattr(module, name, program.__wrapped__)
+def _dispatched_one_by_one(name, public):
+    """``public`` without its programs for the duration: the body under ``one_program`` (for
+    the metrics), with the module's inner program replaced by its body."""
+    inner = _INNER_PROGRAMS.get(name)
+    if inner:
+        program = getattr(inner[0], inner[1])
+        setattr(inner[0], inner[1], program.__wrapped__)
     try:
-        yield
+        yield getattr(public, "__wrapped__", public)
     finally:
-        setattr(module, name, program)
+        if inner:
+            setattr(inner[0], inner[1], program)
 
 
 def _calls(batch, frames, classes):
+    """{name: (public function, its arguments)} on random data of this shape."""
     rng = np.random.default_rng(0)
     labels = np.repeat(rng.integers(0, classes, (batch, frames // 20 + 1)), 20, axis=1)[:, :frames]
     predictions = np.where(rng.random(labels.shape) < 0.1, rng.integers(0, classes), labels)
     logits = jnp.asarray(rng.normal(size=(batch, frames, classes)), jnp.float32)
+    scores = rng.random((batch, frames)).astype(np.float32)
+    count = frames // 10  # boxes, so that a new number of frames is a new shape here too
+    boxes = np.sort(rng.random((batch, count, 2)), axis=-1).astype(np.float32)
+    box_labels = rng.integers(0, 3, (batch, count))
     m, losses = jaxseg.metrics, jaxseg.losses
     return {
-        "edit_score": lambda: m.edit_score(labels, predictions),
-        "segmental_f1": lambda: m.segmental_f1(labels, predictions),
-        "to_segments": lambda: jaxseg.segments.to_segments(labels).count,
-        "soft_edit_loss": lambda: losses.soft_edit_loss(logits, labels),
-        "ctc_transcript_loss": lambda: losses.ctc_transcript_loss(logits, labels),
+        "edit_score": (m.edit_score, (labels, predictions), {}),
+        "to_segments": (jaxseg.segments.to_segments, (labels,), {}),
+        "accuracy": (m.accuracy, (labels, predictions), {}),
+        "average_precision": (m.average_precision, (labels == 1, scores), {}),
+        "detection_average_precision": (
+            m.detection_average_precision,
+            (boxes, box_labels, boxes[:, ::-1] * 0.9, box_labels, scores[:, :count]),
+            {"num_classes": 3},
+        ),
+        "highlight_average_precision": (
+            m.highlight_average_precision,
+            (rng.integers(0, 5, (batch, frames, 3)), scores),
+            {},
+        ),
+        "asot_hungarian_scores": (
+            m.asot_hungarian_scores,
+            (labels, predictions),
+            {"num_classes": classes, "num_clusters": classes, "mode": "per"},
+        ),
+        "soft_edit_loss": (losses.soft_edit_loss, (logits, labels), {}),
+        "ctc_transcript_loss": (losses.ctc_transcript_loss, (logits, labels), {}),
     }
 
 
@@ -78,12 +102,11 @@ def main():
     print(machine_summary())
     print("| function | one program: first / warm | op by op: first / warm | warm ratio |")
     print("|---|---|---|---|")
-    for shape_index, (batch, frames) in enumerate([(4, 200), (4, 201)]):
-        calls = _calls(batch, frames, classes=6)
-        for name, call in calls.items():
-            ours = _time(call, args.repeats)
-            with _dispatched_one_by_one(*_PROGRAMS[name]):
-                baseline = _time(call, args.repeats)
+    for shape_index, (batch, frames) in enumerate([(4, 200), (4, 210)]):
+        for name, (public, arrays, options) in _calls(batch, frames, classes=6).items():
+            ours = _time(lambda: public(*arrays, **options), args.repeats)  # noqa: B023
+            with _dispatched_one_by_one(name, public) as body:
+                baseline = _time(lambda: body(*arrays, **options), args.repeats)  # noqa: B023
             if shape_index:  # the second shape: both paths have compiled their pieces once
                 print(
                     f"| {name} [{batch}, {frames}] | {ours[0]:.2f} s / {1e3 * ours[1]:.2f} ms "

@@ -8,9 +8,11 @@ is called twice with new values under ``chex.assert_max_traces(n=1)``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
+import logging
 import pathlib
 
 import chex
@@ -170,6 +172,45 @@ def test_output_dtypes(index):
     leaves = jax.tree.leaves(_results(index)[0][0][1]["batched"])
     want = case.out_dtype if isinstance(case.out_dtype, tuple) else (case.out_dtype,) * len(leaves)
     assert tuple(str(x.dtype) for x in leaves) == want
+
+
+# The losses check concrete labels eagerly (a ValueError instead of NaN), so they run op by op.
+ONE_PROGRAM = [i for i, c in enumerate(CASES) if not c.name.startswith("jaxseg.losses.")]
+
+
+@pytest.mark.parametrize("index", ONE_PROGRAM, ids=[IDS[i] for i in ONE_PROGRAM])
+def test_an_eager_call_compiles_one_program(index):
+    """Outside jax.jit a public metric compiles once for a new shape (not once per operation)
+    and its later calls compile nothing."""
+    case = CASES[index]
+    frames = T + 3  # a shape no other test compiles
+    args = case.make_args(np.random.default_rng(index), (BATCH,), frames)
+    mask = np.ones((BATCH, frames), bool) if case.takes_mask else None
+    with _compilations() as first:
+        jax.block_until_ready(_call(case, args, mask))
+    with _compilations() as again:
+        jax.block_until_ready(_call(case, args, mask))
+    assert (len(first), len(again)) == (1, 0), first
+
+
+@contextlib.contextmanager
+def _compilations():
+    """The names of the programs XLA compiles inside the block."""
+    names = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            message = record.getMessage()
+            if message.startswith("Finished XLA compilation of "):
+                names.append(message.split(" in ")[0].removeprefix("Finished XLA compilation of "))
+
+    logger, handler = logging.getLogger("jax"), Record(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield names
+    finally:
+        logger.removeHandler(handler)
 
 
 def _raises_naming(case: Case, args, mask, name):

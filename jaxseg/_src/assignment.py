@@ -16,6 +16,7 @@ import optax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
+from jaxseg._src.programs import one_program
 
 # Cost of the cells outside the live block: above any path cost inside it, finite in float32.
 _OUTSIDE = 1e30
@@ -69,6 +70,7 @@ def match_block(cost, num_rows, num_cols):
     return col_for_row, row_for_col
 
 
+@one_program
 def hungarian_matching(table, *, num_rows=None, num_cols=None):
     """Maximum-weight one-to-one matching of the rows and columns of each table.
 

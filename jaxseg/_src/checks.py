@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 
-def _host_labels(name: str, value):
+def host_labels(name: str, value):
     """Host data (a list, a numpy array) as JAX would hold it, refusing to truncate a label.
 
     Without ``jax_enable_x64`` JAX stores 64-bit integers in 32 bits and would wrap a label
@@ -50,7 +50,7 @@ def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
     int32 without ``jax_enable_x64``) raise ``ValueError``.
     """
     if not isinstance(value, jax.Array):
-        value = _host_labels(name, value)
+        value = host_labels(name, value)
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise TypeError(f"{name} must hold integer labels, got dtype {value.dtype}.")

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 from jaxseg._src import checks, frame
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import ClassScores
 
 
@@ -91,6 +92,7 @@ def nanmean_classes(per_class) -> ClassScores:
     return ClassScores(per_class, safe_divide(total, count, jnp.nan))
 
 
+@one_program
 def pixel_accuracy(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -133,6 +135,7 @@ def pixel_accuracy(
     return _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_ndim)[0]
 
 
+@one_program
 def iou(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -167,6 +170,7 @@ def iou(
     return nanmean_classes(scores[1])
 
 
+@one_program
 def dice(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,

@@ -17,6 +17,7 @@ from jaxseg._src import batching, checks
 from jaxseg._src.dense import nanmean_classes
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import (
     ClassScores,
     cumulative_count,
@@ -65,6 +66,7 @@ def _pairwise(name_a, a, name_b, b, width):
     return batching.lift(fn, (a, b), (2, 2))
 
 
+@one_program
 def temporal_iou(segments_a: jax.typing.ArrayLike, segments_b: jax.typing.ArrayLike) -> jax.Array:
     r"""Pairwise temporal IoU of two sets of intervals.
 
@@ -84,6 +86,7 @@ def temporal_iou(segments_a: jax.typing.ArrayLike, segments_b: jax.typing.ArrayL
     return _pairwise("segments_a", segments_a, "segments_b", segments_b, 2)
 
 
+@one_program
 def box_iou(boxes_a: jax.typing.ArrayLike, boxes_b: jax.typing.ArrayLike) -> jax.Array:
     """Pairwise IoU of two sets of axis-aligned boxes ``(x1, y1, x2, y2)``.
 
@@ -324,6 +327,7 @@ def checked_detections(targets, predictions, masks):
     )
 
 
+@one_program
 @renamed_arguments(**OLD_DETECTION_NAMES)
 def detection_average_precision(
     target_boxes: jax.typing.ArrayLike,

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.numerics import count_set_bits, safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.segments import pack_bits, pair_flags
 
 AVERAGES = ("micro", "macro", "weighted", "none")
@@ -22,6 +23,7 @@ def _frame_inputs(targets, predictions, mask, ignore_index):
     return targets, predictions, mask
 
 
+@one_program
 def accuracy(targets, predictions, *, mask=None, ignore_index=None) -> jax.Array:
     """Frame accuracy (mean over frames, "MoF") of each sequence.
 
@@ -65,6 +67,7 @@ def _correct_and_valid_frames(targets, predictions, mask):
     return count_set_bits(agree & valid), count_set_bits(valid)
 
 
+@one_program
 def confusion_matrix(
     targets, predictions, *, num_classes: int, mask=None, ignore_index=None
 ) -> jax.Array:
@@ -163,6 +166,7 @@ def _score(score, targets, predictions, num_classes, mask, average, ignore_index
     return scores_from_confusion(cm, score, average)
 
 
+@one_program
 def precision(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -190,6 +194,7 @@ def precision(
     return _score("precision", targets, predictions, num_classes, mask, average, ignore_index)
 
 
+@one_program
 def recall(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -213,6 +218,7 @@ def recall(
     return _score("recall", targets, predictions, num_classes, mask, average, ignore_index)
 
 
+@one_program
 def f1_score(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -236,6 +242,7 @@ def f1_score(
     return _score("f1", targets, predictions, num_classes, mask, average, ignore_index)
 
 
+@one_program
 def class_accuracy(
     targets, predictions, *, num_classes: int, mask=None, ignore_index=None
 ) -> jax.Array:

@@ -14,6 +14,7 @@ from jax import lax
 from jaxseg._src import batching, checks
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, stable_order, unsigned_keys
 
 COMPARISONS = ("strict", "inclusive")
@@ -133,6 +134,7 @@ def _best_iou(gt, gm, pred):
     return jnp.where(jnp.any(gm), iou, 0.0)
 
 
+@one_program
 def grounding_recall(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -200,6 +202,7 @@ def grounding_recall(
     return batching.lift(one, (gt, gm, pred, pm), (2, 1, 2, 1))
 
 
+@one_program
 def grounding_iou(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -273,6 +276,7 @@ def _ranked_ap(hits, keep, num_positives, dtype):
     return jnp.where(num_positives > 0, _divide(total, num_positives.astype(dtype)), jnp.nan)
 
 
+@one_program
 def moment_retrieval_average_precision(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -357,6 +361,7 @@ def _saliency_inputs(targets, predictions, mask):
     return targets, predictions, checks.as_valid(mask, predictions.shape)
 
 
+@one_program
 def highlight_hit_at_1(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -423,6 +428,7 @@ def _grouped_interpolated_ap(positive, scores, valid):
     return safe_divide(total, jnp.sum(counted, axis=-1, dtype=jnp.int32).astype(jnp.float32), 0.0)
 
 
+@one_program
 def highlight_average_precision(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,
@@ -470,6 +476,7 @@ def highlight_average_precision(
     return batching.lift(one, (y, s, m), (2, 1, 1))
 
 
+@one_program
 def moment_query_recall(
     targets: jax.typing.ArrayLike,
     predictions: jax.typing.ArrayLike,

@@ -20,6 +20,7 @@ import numpy as np
 from jaxseg._src import batching, binary64, checks
 from jaxseg._src.detection import static_iou_thresholds
 from jaxseg._src.grounding import query_inputs, union_iou
+from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, stable_order, unsigned_keys
 
 # np.linspace(0.5, 0.95, 10) as ActivityNet writes it (0.6000000000000001, ...), not rounded.
@@ -95,6 +96,7 @@ def _static_at(at, max_average):
     return tuple(out)
 
 
+@one_program
 def proposal_average_recall(
     targets: jax.typing.ArrayLike,
     proposals: jax.typing.ArrayLike,
@@ -158,16 +160,9 @@ def proposal_average_recall(
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )
-    return _curve_program(
-        gt, gm, props, scores, pm, thresholds=thresholds, max_average=max_average, at_index=at_index
+    one_dataset = functools.partial(
+        _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
     )
-
-
-# Validated arguments run as one compiled program per shape and static arguments: called
-# outside ``jax.jit``, the float64 emulation would otherwise dispatch hundreds of operations.
-@functools.partial(jax.jit, static_argnames=("thresholds", "max_average", "at_index"))
-def _curve_program(gt, gm, props, scores, pm, **static):
-    one_dataset = functools.partial(_dataset_curve, **static)
     return batching.lift(one_dataset, (gt, gm, props, scores, pm), (3, 2, 3, 2, 2))
 
 

@@ -21,6 +21,7 @@ from jax import lax
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example
 from jaxseg._src.numerics import running_sum, safe_divide
+from jaxseg._src.programs import one_program
 
 INTERPOLATIONS = ("step", "11point", "all_point")
 _SENTINEL = 0xFFFFFFFF
@@ -482,6 +483,7 @@ def _rows(targets, scores, *, min_ndim=1):
 # --------------------------------------------------------------------------------------------
 # Public metrics
 # --------------------------------------------------------------------------------------------
+@one_program
 def average_precision(
     targets: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
@@ -537,6 +539,7 @@ def average_precision(
     return out.reshape(batch)
 
 
+@one_program
 def precision_recall_curve(
     targets: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
@@ -659,6 +662,7 @@ def _over_classes(row_fn, targets, scores, valid, scored) -> tuple[ClassScores, 
     )
 
 
+@one_program
 def mean_average_precision(
     targets: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
@@ -702,6 +706,7 @@ def mean_average_precision(
     return _over_classes(row_fn, targets, scores, valid, scored)[0]
 
 
+@one_program
 def calibrated_average_precision(
     targets: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
@@ -752,6 +757,7 @@ def frame_ap_and_cap(targets, scores, *, mask=None, background=(), ambiguous=())
     return _over_classes(row_fn, targets, scores, valid, scored)
 
 
+@one_program
 def top_k_accuracy(
     targets: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,

@@ -22,6 +22,7 @@ from jaxseg._src.f1 import (
     match_counts,
 )
 from jaxseg._src.numerics import count_set_bits, precision_recall_f1
+from jaxseg._src.programs import one_program
 from jaxseg._src.segments import (
     PairWords,
     Segments,
@@ -438,6 +439,7 @@ def _counts(
     return tuple(_nan_if(stats.overflow, x.astype(jnp.float32)) for x in stats[5:8])
 
 
+@one_program
 def edit_distance(
     targets,
     predictions,
@@ -487,6 +489,7 @@ def edit_distance(
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
 
+@one_program
 def edit_score(
     targets,
     predictions,
@@ -528,6 +531,7 @@ def edit_score(
     return _nan_if(stats.overflow, score)
 
 
+@one_program
 @renamed_arguments(overlaps="iou_thresholds")
 def segmental_counts(
     targets,
@@ -582,6 +586,7 @@ def segmental_counts(
     )
 
 
+@one_program
 @renamed_arguments(overlaps="iou_thresholds")
 def segmental_precision(
     targets,
@@ -631,6 +636,7 @@ def segmental_precision(
     return precision_recall_f1(*counts)[0]
 
 
+@one_program
 @renamed_arguments(overlaps="iou_thresholds")
 def segmental_recall(
     targets,
@@ -679,6 +685,7 @@ def segmental_recall(
     return precision_recall_f1(*counts)[1]
 
 
+@one_program
 @renamed_arguments(overlaps="iou_thresholds")
 def segmental_f1(
     targets,

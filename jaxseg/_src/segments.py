@@ -19,6 +19,7 @@ from jax import lax
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example, lift
 from jaxseg._src.numerics import count_set_bits, popcount, windowed_running_sum
+from jaxseg._src.programs import one_program
 
 WORD_BITS = 32
 _ALL_ONES = np.uint32(0xFFFFFFFF)
@@ -43,6 +44,7 @@ class Segments(NamedTuple):
     count: jax.Array
 
 
+@one_program
 def lengths_to_mask(lengths, T: int) -> jax.Array:
     """A validity mask from sequence lengths: ``mask[..., t] = t < lengths[...]``.
 
@@ -495,6 +497,7 @@ def _compacted(labels, mask):
     return labels, lengths
 
 
+@one_program
 def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segments:
     """Run-length segments of frame-wise labels, background removed after encoding.
 
@@ -525,19 +528,14 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     background = checks.static_labels("background", background)
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
     capacity = capacity or max(labels.shape[-1], 1)
-    return _segments_program(labels, mask, background=background, capacity=capacity)
 
-
-# Validated arguments run as one compiled program per shape and static arguments, so that
-# calls outside ``jax.jit`` do not dispatch every operation on its own.
-@functools.partial(jax.jit, static_argnames=("background", "capacity"))
-def _segments_program(labels, mask, *, background, capacity):
     def one(x, n):
         return segments_of(x, n, background=background, capacity=capacity)
 
     return lift(one, _compacted(labels, mask), (1, 0))
 
 
+@one_program
 def count_segments(labels, *, mask=None, background=()) -> jax.Array:
     """Number of non-background segments of each sequence (cheap: no segment table).
 

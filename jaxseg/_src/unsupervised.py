@@ -39,6 +39,7 @@ from jaxseg._src.assignment import compact as compact_labels
 from jaxseg._src.assignment import float_dtype, match_block
 from jaxseg._src.batching import lift
 from jaxseg._src.numerics import running_sum, safe_divide
+from jaxseg._src.programs import one_program
 
 F1_EPS = 1e-8  # the references' epsilon in F1 = 2PR / (P + R + eps)
 SAMPLES_PER_RUN = 15  # frames drawn per ground-truth run by CTE and ASOT
@@ -107,6 +108,7 @@ def pair_table(rows, cols, keep, num_rows, num_cols):
     return counts[:bins].reshape(num_rows, num_cols)
 
 
+@one_program
 def contingency_table(targets, predictions, *, num_classes: int, num_clusters: int, mask=None):
     """Contingency table of each sequence: frames of class i predicted as cluster j.
 
@@ -333,6 +335,7 @@ def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
     return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
 
 
+@one_program
 def global_hungarian_scores(
     targets,
     predictions,
@@ -500,6 +503,7 @@ def _asot_sequence(rows, cols, keep, videos, C, K, exclude_background, f1):
     return {**scores, "class_cluster": class_cluster}
 
 
+@one_program
 def asot_hungarian_scores(
     targets,
     predictions,
@@ -623,6 +627,7 @@ def _finch_scores(table, divisor):
     }
 
 
+@one_program
 def per_video_hungarian_scores(
     targets, predictions, *, num_classes: int, num_clusters: int, mask=None, iou_divisor=None
 ) -> dict:

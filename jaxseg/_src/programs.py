@@ -1,0 +1,95 @@
+"""A public function called outside ``jax.jit`` runs as one compiled program.
+
+Called eagerly, a JAX function dispatches its operations one by one: each compiles a small
+program of its own the first time it meets a shape, and a metric of a few hundred operations
+pays a few hundred compilations on its first call and a few hundred dispatches on every
+later one. :func:`one_program` compiles the whole function instead, once per shapes, dtypes
+and static arguments. Under a trace (``jax.jit``, ``jax.vmap``, ``jax.grad``) it calls the
+function as it is, so that it joins the caller's program.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+
+import jax
+import numpy as np
+
+from jaxseg._src import checks
+
+
+def one_program(fn: Callable) -> Callable:
+    """``fn`` compiled as one program when called outside a trace; ``fn`` itself inside one.
+
+    Arrays (numpy or JAX, or a list given for a positional argument) are the program's
+    arguments; every other argument (ints, strings, tuples, None) is static, so a new value
+    of it compiles anew, as a new shape does. Host integer arrays are checked as
+    :func:`~jaxseg._src.checks.as_int_labels` checks them, before JAX would narrow them to 32
+    bits. A call the program cannot take runs ``fn`` as it is: a traced or unhashable
+    argument, a name the signature does not bind (a deprecated one), or an array where ``fn``
+    needs a concrete value (JAX refuses it while tracing, before anything runs).
+
+    Args:
+      fn: a function of arrays and static options that JAX can trace.
+
+    Returns:
+      A function with ``fn``'s signature, docstring and results.
+
+    >>> import jax.numpy as jnp
+    >>> total = one_program(lambda x, *, scale=1: scale * jnp.sum(x))
+    >>> int(total([1, 2, 3], scale=2))
+    12
+    """
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        split = _split_arguments(signature, args, kwargs)
+        if split is None:
+            return fn(*args, **kwargs)
+        static, arrays = split
+        try:
+            return _program(fn, static, arrays)
+        except (jax.errors.JAXTypeError, jax.errors.JAXIndexError):
+            return fn(*args, **kwargs)
+
+    return call
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _program(fn, static, arrays):
+    return fn(**dict(static), **arrays)
+
+
+def _split_arguments(signature, args, kwargs):
+    """``(static, arrays)``: a sorted tuple of the static ``(name, value)`` pairs and a dict of
+    the arrays; None where the call must run as it is."""
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+        return None
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError:
+        return None
+    static, arrays = [], {}
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        positional = kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            return None
+        if isinstance(value, (np.ndarray, jax.Array)) or (positional and isinstance(value, list)):
+            if not isinstance(value, jax.Array):
+                try:
+                    value = np.asarray(value)
+                except ValueError:  # a ragged list: fn says why
+                    return None
+                value = checks.host_labels(name, value)
+            arrays[name] = value
+            continue
+        try:
+            hash(value)
+        except TypeError:
+            return None
+        static.append((name, value))
+    return tuple(sorted(static)), arrays

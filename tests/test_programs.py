@@ -1,0 +1,72 @@
+"""one_program: eager calls run as one compiled program; traced calls join the caller's."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxseg import metrics as M
+from jaxseg._src.programs import one_program
+
+
+def _nested_jit_names(closed_jaxpr) -> list[str]:
+    return [e.params["name"] for e in closed_jaxpr.jaxpr.eqns if e.primitive.name == "pjit"]
+
+
+def test_a_traced_call_runs_the_function_itself():
+    calls = []
+
+    def total(x, *, scale=1):
+        calls.append(type(x))
+        return scale * jnp.sum(x)
+
+    wrapped = one_program(total)
+    jaxpr = jax.make_jaxpr(lambda x: wrapped(x, scale=3))(jnp.arange(4))
+    assert "_program" not in _nested_jit_names(jaxpr)
+    assert int(jax.jit(lambda x: wrapped(x, scale=3))(jnp.arange(4))) == 18
+    assert int(jax.grad(lambda x: wrapped(x, scale=3))(1.0)) == 3
+
+
+def test_an_eager_call_traces_once_per_shape_and_static_value():
+    traces = []
+
+    def total(x, *, scale=1):
+        traces.append((x.shape, scale))
+        return scale * jnp.sum(x)
+
+    wrapped = one_program(total)
+    results = [
+        int(wrapped(np.arange(4), scale=2)),
+        int(wrapped(np.arange(4) + 1, scale=2)),  # new values: no new trace
+        int(wrapped([1, 2], scale=2)),  # a list for a positional argument is an array
+        int(wrapped(np.arange(4), scale=3)),
+    ]
+    assert results == [12, 20, 6, 18]
+    assert traces == [((4,), 2), ((2,), 2), ((4,), 3)]
+
+
+def test_calls_the_program_cannot_take_run_as_they_are():
+    wrapped = one_program(lambda x, n: jnp.zeros(int(n)) + x)
+    # int() of a traced array: JAX refuses it while tracing, the call runs eagerly
+    np.testing.assert_array_equal(wrapped(np.float32(1.0), np.array(3)), np.ones(3))
+    options = one_program(lambda x, *, weights: x * weights["a"])
+    assert float(options(np.float32(2.0), weights={"a": 3.0})) == 6.0  # unhashable: eager
+
+
+def test_host_integers_beyond_int32_raise_naming_the_argument():
+    wrapped = one_program(lambda targets: targets + 1)
+    with pytest.raises(ValueError, match="targets holds label 1099511627776"):
+        wrapped(np.array([2**40], np.int64))
+    assert wrapped(np.array([7], np.int64)).dtype == jnp.int32
+
+
+def test_a_public_metric_keeps_its_name_signature_and_deprecated_names():
+    assert M.segmental_counts.__name__ == "segmental_counts"
+    assert "iou_thresholds" in M.segmental_counts.__doc__
+    targets, predictions = [1, 1, 1, 1, 2, 2], [1, 1, 3, 3, 2, 2]
+    with pytest.warns(DeprecationWarning, match="overlaps"):
+        old = M.segmental_counts(targets, predictions, overlaps=(0.5,))
+    new = M.segmental_counts(targets, predictions, iou_thresholds=(0.5,))
+    np.testing.assert_array_equal(old, new)
