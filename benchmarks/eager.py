@@ -1,10 +1,10 @@
 """Benchmark: public functions called outside ``jax.jit`` (a notebook, a per-video loop).
 
-Every public metric runs as one compiled program per shape and static arguments
-(``programs.one_program``); the segment-level losses validate their labels and then run one
-program of their own. The baseline, in the same run, is the same function with its programs
-replaced by their undecorated bodies, so that every operation is dispatched on its own, as
-before the programs existed. Both are timed warm (best of N after one call) and on their first
+Every public metric and loss runs as one compiled program per shape and static arguments
+(``programs.one_program``; a loss checks its concrete labels on the host beside it). The
+baseline, in the same run, is the same function with its programs replaced by their
+undecorated bodies, so that every operation is dispatched on its own, as before the programs
+existed. Both are timed warm (best of N after one call) and on their first
 call with a new shape.
 
 Run: ``python benchmarks/eager.py [--repeats N]``.
@@ -80,6 +80,11 @@ def _calls(batch, frames, classes):
         ),
         "soft_edit_loss": (losses.soft_edit_loss, (logits, labels), {}),
         "ctc_transcript_loss": (losses.ctc_transcript_loss, (logits, labels), {}),
+        "soft_levenshtein": (losses.soft_levenshtein, (logits[:, ::10], labels[:, ::20]), {}),
+        "segment_start_penalty": (losses.segment_start_penalty, (logits, labels), {}),
+        "lovasz_softmax_loss": (losses.lovasz_softmax_loss, (logits, labels), {}),
+        "soft_dice_loss": (losses.soft_dice_loss, (logits, labels), {}),
+        "temporal_giou_loss": (losses.temporal_giou_loss, (boxes, boxes * 0.9), {}),
     }
 
 

@@ -174,14 +174,10 @@ def test_output_dtypes(index):
     assert tuple(str(x.dtype) for x in leaves) == want
 
 
-# The losses check concrete labels eagerly (a ValueError instead of NaN), so they run op by op.
-ONE_PROGRAM = [i for i, c in enumerate(CASES) if not c.name.startswith("jaxseg.losses.")]
-
-
-@pytest.mark.parametrize("index", ONE_PROGRAM, ids=[IDS[i] for i in ONE_PROGRAM])
+@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_an_eager_call_compiles_one_program(index):
-    """Outside jax.jit a public metric compiles once for a new shape (not once per operation)
-    and its later calls compile nothing."""
+    """Outside jax.jit a public metric or loss compiles once for a new shape (not once per
+    operation) and its later calls compile nothing."""
     case = CASES[index]
     lead, frames = (1, BATCH - 1), T + 3  # shapes no other test compiles (some ignore frames)
     args = case.make_args(np.random.default_rng(index), lead, frames)

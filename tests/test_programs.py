@@ -70,3 +70,35 @@ def test_a_public_metric_keeps_its_name_signature_and_deprecated_names():
         old = M.segmental_counts(targets, predictions, overlaps=(0.5,))
     new = M.segmental_counts(targets, predictions, iou_thresholds=(0.5,))
     np.testing.assert_array_equal(old, new)
+
+
+def test_the_host_check_sees_every_argument_of_a_program_call_and_only_those():
+    seen = []
+
+    def total(x, *, scale=1, offset=0):
+        return scale * jnp.sum(x) + offset
+
+    wrapped = one_program(total, host_check=seen.append)
+    assert int(wrapped(np.arange(3), scale=2)) == 6
+    assert [sorted(a) for a in seen] == [["offset", "scale", "x"]]
+    assert (seen[0]["scale"], seen[0]["offset"]) == (2, 0)
+    np.testing.assert_array_equal(seen[0]["x"], np.arange(3))
+    assert int(jax.jit(wrapped)(np.arange(3))) == 3  # traced: the function's own checks
+    assert len(seen) == 1
+
+
+def test_a_loss_called_eagerly_raises_on_a_label_outside_the_classes():
+    from jaxseg import losses
+
+    logits = np.zeros((2, 5, 3), np.float32)
+    labels = np.array([[0, 1, 2, 1, 0], [0, 1, 7, 1, 0]], np.int32)
+    with pytest.raises(ValueError, match=r"labels\[1, 2\] = 7 lies outside \[0, 3\)"):
+        losses.soft_dice_loss(logits, labels)
+    mask = np.arange(5) != 2
+    assert losses.soft_dice_loss(logits, labels, mask=np.broadcast_to(mask, (2, 5))).shape == (2,)
+    with pytest.raises(ValueError, match=r"labels\[1, 2\] = 7"):
+        losses.soft_levenshtein(logits, labels)
+    short = losses.soft_levenshtein(logits, labels, label_mask=np.broadcast_to(mask, (2, 5)))
+    assert np.all(np.isfinite(short))
+    traced = jax.jit(losses.soft_dice_loss)(logits, labels)  # traced labels: NaN, no error
+    assert np.isnan(traced[1]) and np.isfinite(traced[0])

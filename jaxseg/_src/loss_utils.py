@@ -44,21 +44,30 @@ def labels_in_range(labels, mask, num_classes: int, *, ignore_index=None, event_
     Concrete (not traced) labels of that kind raise ``ValueError`` instead.
     """
     ignore_index = checks.static_ignore_index(ignore_index)
+    if not any(isinstance(x, jax.core.Tracer) for x in (labels, mask)):
+        reject_labels_outside(labels, mask, num_classes, ignore_index)
     mask = checks.without_ignored(labels, mask, ignore_index)
     if mask is None:
         mask = jnp.ones(labels.shape, jnp.bool_)
     outside = mask & ~checks.in_label_range(labels, num_classes)
-    _reject_concrete(labels, outside, num_classes, ignore_index)
     invalid = jnp.any(outside, axis=tuple(range(labels.ndim - event_ndim, labels.ndim)))
     return mask & ~outside, invalid
 
 
-def _reject_concrete(labels, outside, num_classes: int, ignore_index) -> None:
-    """Raises ``ValueError`` naming the first valid label outside ``[0, C)`` when the labels
-    are concrete (not traced); traced labels are flagged by ``invalid`` instead."""
-    if isinstance(labels, jax.core.Tracer) or isinstance(outside, jax.core.Tracer):
-        return
-    outside = np.asarray(outside)
+def reject_labels_outside(labels, mask, num_classes: int, ignore_index: int | None) -> None:
+    """Raises ``ValueError`` naming the first label of ``labels`` outside ``[0, num_classes)``
+    on a valid frame (``mask``, None = all) whose label is not ``ignore_index``.
+
+    The host side of :func:`labels_in_range`, for concrete labels of a validated shape; the
+    comparisons are in int64, so no bound wraps into a narrow label dtype.
+    """
+    labels = np.asarray(labels)
+    values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
+    outside = (values < 0) | (values >= num_classes)
+    if ignore_index is not None:
+        outside &= values != ignore_index
+    if mask is not None:
+        outside &= np.asarray(mask)
     if not outside.any():
         return
     where = tuple(int(i) for i in np.argwhere(outside)[0])
@@ -68,9 +77,22 @@ def _reject_concrete(labels, outside, num_classes: int, ignore_index) -> None:
         else f"only frames labelled ignore_index={ignore_index} are left out"
     )
     raise ValueError(
-        f"labels{list(where)} = {int(np.asarray(labels)[where])} lies outside [0, {num_classes}) "
+        f"labels{list(where)} = {int(labels[where])} lies outside [0, {num_classes}) "
         f"(the classes of logits' last axis) on a valid frame; {hint}."
     )
+
+
+def labels_within_classes(*, mask: str = "mask"):
+    """The ``host_check`` of :func:`~jaxseg._src.programs.one_program` for a loss of
+    ``logits [..., C]`` and ``labels``: :func:`reject_labels_outside`, with the labels' mask
+    the argument named ``mask``."""
+
+    def check(arguments: dict) -> None:
+        num_classes = np.shape(arguments["logits"])[-1]
+        labels, ignore_index = arguments["labels"], arguments["ignore_index"]
+        reject_labels_outside(labels, arguments[mask], num_classes, ignore_index)
+
+    return check
 
 
 def nan_where_invalid(loss, invalid):

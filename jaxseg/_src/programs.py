@@ -20,29 +20,45 @@ import numpy as np
 from jaxseg._src import checks
 
 
-def one_program(fn: Callable) -> Callable:
+def one_program(fn: Callable | None = None, *, host_check: Callable | None = None) -> Callable:
     """``fn`` compiled as one program when called outside a trace; ``fn`` itself inside one.
 
     Arrays (numpy or JAX, or a list given for a positional argument) are the program's
-    arguments; every other argument (ints, strings, tuples, None) is static, so a new value
-    of it compiles anew, as a new shape does. Host integer arrays are checked as
+    arguments; every other argument (ints, floats, strings, tuples, None) is static, so a new
+    value of it compiles anew, as a new shape does (pass a JAX array for a number that changes
+    from call to call). Host integer arrays are checked as
     :func:`~jaxseg._src.checks.as_int_labels` checks them, before JAX would narrow them to 32
     bits. A call the program cannot take runs ``fn`` as it is: a traced or unhashable
     argument, a name the signature does not bind (a deprecated one), or an array where ``fn``
     needs a concrete value (JAX refuses it while tracing, before anything runs).
 
+    Inside the program every array is traced, so a check ``fn`` makes on concrete values only
+    (a ``ValueError`` naming a bad label, where a traced call returns NaN) would not run there:
+    ``host_check`` makes it on the host instead, after the program has validated the shapes.
+
     Args:
       fn: a function of arrays and static options that JAX can trace.
+      host_check: optional ``check(arguments)``, called with every argument of a call that
+        runs as the program (a dict by parameter name, defaults included); it raises on bad
+        values.
 
     Returns:
-      A function with ``fn``'s signature, docstring and results.
+      A function with ``fn``'s signature, docstring and results (``one_program(host_check=...)``
+      without ``fn``: a decorator).
 
     >>> import jax.numpy as jnp
     >>> total = one_program(lambda x, *, scale=1: scale * jnp.sum(x))
     >>> int(total([1, 2, 3], scale=2))
     12
     """
+    if fn is None:
+        return functools.partial(one_program, host_check=host_check)
     signature = inspect.signature(fn)
+    defaults = {
+        name: parameter.default
+        for name, parameter in signature.parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
@@ -51,9 +67,12 @@ def one_program(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         static, arrays = split
         try:
-            return _program(fn, static, arrays)
+            result = _program(fn, static, arrays)
         except (jax.errors.JAXTypeError, jax.errors.JAXIndexError):
             return fn(*args, **kwargs)
+        if host_check is not None:
+            host_check({**defaults, **dict(static), **arrays})
+        return result
 
     return call
 

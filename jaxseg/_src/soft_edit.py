@@ -18,11 +18,13 @@ from jaxseg._src.capacity import (
 from jaxseg._src.loss_utils import (
     compact_frames,
     labels_in_range,
+    labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
     probabilities,
 )
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.segments import is_background, segments_of
 
 
@@ -96,6 +98,7 @@ def _soft_edit_one(
     return jnp.where(target.count > capacity, jnp.nan, loss)
 
 
+@one_program(host_check=labels_within_classes())
 def soft_edit_loss(
     logits,
     labels,
@@ -190,7 +193,8 @@ def soft_edit_loss(
 
 
 # Validated arguments run as one compiled program per shape and static arguments, so that
-# calls outside ``jax.jit`` do not dispatch the dynamic programme's operations one by one.
+# a call under ``jax.grad`` or ``jax.vmap`` outside ``jax.jit`` (where ``one_program`` runs the
+# loss as it is) does not dispatch the dynamic programme's operations one by one.
 @functools.partial(
     jax.jit, static_argnames=("capacity", "background", "normalize", "backward", "stride")
 )
@@ -238,6 +242,7 @@ def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):
     return edit_dp.soft_edit_dp(c_del, c_sub, c_ins, n, m, gamma, backward=backward)
 
 
+@one_program(host_check=labels_within_classes(mask="label_mask"))
 def soft_levenshtein(
     logits, labels, *, mask=None, label_mask=None, gamma=0.1, backward="custom", ignore_index=None
 ) -> jax.Array:

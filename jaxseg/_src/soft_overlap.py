@@ -19,8 +19,14 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift, rows_at_once
-from jaxseg._src.loss_utils import logits_and_labels, nan_where_invalid, probabilities
+from jaxseg._src.loss_utils import (
+    labels_within_classes,
+    logits_and_labels,
+    nan_where_invalid,
+    probabilities,
+)
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import cumulative_count, stable_order
 
 _CLASSES = ("present", "all")
@@ -81,6 +87,7 @@ def _ratio_loss(numerator, denominator, smooth):
     return 1.0 - jnp.where(tiny, frozen, ratio)
 
 
+@one_program(host_check=labels_within_classes())
 def soft_jaccard_loss(
     logits, labels, *, mask=None, smooth=0.0, classes="present", event_ndim=1, ignore_index=None
 ) -> jax.Array:
@@ -130,6 +137,7 @@ def soft_jaccard_loss(
     return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
+@one_program(host_check=labels_within_classes())
 def soft_dice_loss(
     logits,
     labels,
@@ -180,6 +188,7 @@ def soft_dice_loss(
     return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
+@one_program(host_check=labels_within_classes())
 def tversky_loss(
     logits,
     labels,
@@ -226,6 +235,7 @@ def tversky_loss(
     return _lift_example(fn, logits, labels, mask, event_ndim, classes, ignore_index)
 
 
+@one_program(host_check=labels_within_classes())
 def generalized_dice_loss(
     logits, labels, *, mask=None, smooth=0.0, event_ndim=1, ignore_index=None
 ) -> jax.Array:
@@ -402,6 +412,7 @@ def _lovasz_per_class(errors, foreground, present):
     return jnp.sum(errors * lax.stop_gradient(weights), axis=1)
 
 
+@one_program(host_check=labels_within_classes())
 def lovasz_softmax_loss(
     logits, labels, *, mask=None, classes="present", event_ndim=1, ignore_index=None
 ) -> jax.Array:

@@ -14,15 +14,18 @@ from jaxseg._src.capacity import run_count_bound, sequence_loss
 from jaxseg._src.loss_utils import (
     compact_frames,
     compute_dtype,
+    labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
     probabilities,
 )
 from jaxseg._src.numerics import safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.segments import count_of, segments_of
 from jaxseg._src.soft_edit import segment_starts
 
 
+@one_program
 def smoothing_loss(
     logits, labels=None, *, mask=None, threshold=4.0, ignore_index=None
 ) -> jax.Array:
@@ -80,6 +83,7 @@ def smoothing_loss(
     return lift(one, (logits, mask), (2, 1))
 
 
+@one_program(host_check=labels_within_classes())
 def segment_start_penalty(
     logits, labels, *, mask=None, background=(), normalize="target", ignore_index=None
 ) -> jax.Array:
@@ -129,6 +133,7 @@ def segment_start_penalty(
     return nan_where_invalid(lift(one, (logits, labels, mask), (2, 1, 1)), invalid)
 
 
+@one_program(host_check=labels_within_classes())
 def ctc_transcript_loss(
     logits,
     labels,
@@ -194,7 +199,8 @@ def ctc_transcript_loss(
 
 
 # Validated arguments run as one compiled program per shape and static arguments, so that
-# calls outside ``jax.jit`` do not dispatch the lattice's operations one by one.
+# a call under ``jax.grad`` or ``jax.vmap`` outside ``jax.jit`` (where ``one_program`` runs the
+# loss as it is) does not dispatch the lattice's operations one by one.
 @functools.partial(jax.jit, static_argnames=("capacity", "background", "normalize"))
 def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
     """:func:`ctc_transcript_loss` ``[...]`` of validated logits ``[..., T, C]`` and labels."""
@@ -264,6 +270,7 @@ def _masked(loss, mask):
     return loss if mask is None else jnp.where(mask, loss, 0.0)
 
 
+@one_program
 def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the temporal IoU of two intervals.
 
@@ -292,6 +299,7 @@ def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
     return _masked(1.0 - iou, mask)
 
 
+@one_program
 def temporal_giou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the generalised temporal IoU of two intervals.
 
@@ -317,6 +325,7 @@ def temporal_giou_loss(targets, predictions, *, mask=None) -> jax.Array:
     return _masked(1.0 - iou + safe_divide(hull - union, hull), mask)
 
 
+@one_program
 def temporal_diou_loss(targets, predictions, *, mask=None) -> jax.Array:
     r"""1 − the distance IoU of two intervals.
 
