@@ -1,11 +1,12 @@
 """Benchmark: public functions called outside ``jax.jit`` (a notebook, a per-video loop).
 
-Every public metric and loss runs as one compiled program per shape and static arguments
-(``programs.one_program``; a loss checks its concrete labels on the host beside it). The
-baseline, in the same run, is the same function with its programs replaced by their
-undecorated bodies, so that every operation is dispatched on its own, as before the programs
-existed. Both are timed warm (best of N after one call) and on their first
-call with a new shape.
+Every public metric and loss, and an accumulator's ``update``, ``merge`` and ``compute``, run
+as one compiled program per shape and static arguments (``programs.one_program``; a loss
+checks its concrete labels on the host beside it). The baseline, in the same run, is the same
+function with its programs replaced by their undecorated bodies, so that every operation is
+dispatched on its own, as before the programs existed (the segmentation accumulator's
+statistics excepted: they were one program before too). Both are timed warm (best of N after
+one call) and on their first call with a new shape.
 
 Run: ``python benchmarks/eager.py [--repeats N]``.
 """
@@ -57,7 +58,9 @@ def _calls(batch, frames, classes):
     count = frames // 10  # boxes, so that a new number of frames is a new shape here too
     boxes = np.sort(rng.random((batch, count, 2)), axis=-1).astype(np.float32)
     box_labels = rng.integers(0, 3, (batch, count))
-    m, losses = jaxseg.metrics, jaxseg.losses
+    m, losses, streaming = jaxseg.metrics, jaxseg.losses, jaxseg.streaming
+    segmentation = streaming.segmentation(num_classes=classes)
+    ranking = streaming.frame_average_precision(num_classes=classes, num_thresholds=1000)
     return {
         "edit_score": (m.edit_score, (labels, predictions), {}),
         "to_segments": (jaxseg.segments.to_segments, (labels,), {}),
@@ -85,6 +88,16 @@ def _calls(batch, frames, classes):
         "lovasz_softmax_loss": (losses.lovasz_softmax_loss, (logits, labels), {}),
         "soft_dice_loss": (losses.soft_dice_loss, (logits, labels), {}),
         "temporal_giou_loss": (losses.temporal_giou_loss, (boxes, boxes * 0.9), {}),
+        "streaming.segmentation update": (
+            segmentation.update,
+            (segmentation.init(), labels, predictions),
+            {},
+        ),
+        "streaming.frame_average_precision update": (
+            ranking.update,
+            (ranking.init(), labels[..., None] == np.arange(classes), logits),
+            {},
+        ),
     }
 
 

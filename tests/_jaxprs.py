@@ -1,7 +1,12 @@
-"""What a traced program runs: the walks over jaxprs that the vmap tests assert on."""
+"""What a traced program runs (the walks over jaxprs that the vmap tests assert on) and which
+programs XLA compiles."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
+import jax
 from jax.extend.core import jaxprs_in_params
 
 
@@ -34,3 +39,23 @@ def unconditional_primitives(closed_jaxpr) -> set[str]:
 
     walk(closed_jaxpr.jaxpr)
     return names
+
+
+@contextlib.contextmanager
+def compilations():
+    """The names of the programs XLA compiles inside the block."""
+    names = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            message = record.getMessage()
+            if message.startswith("Finished XLA compilation of "):
+                names.append(message.split(" in ")[0].removeprefix("Finished XLA compilation of "))
+
+    logger, handler = logging.getLogger("jax"), Record(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield names
+    finally:
+        logger.removeHandler(handler)

@@ -8,11 +8,9 @@ is called twice with new values under ``chex.assert_max_traces(n=1)``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib
 import inspect
-import logging
 import pathlib
 
 import chex
@@ -20,6 +18,7 @@ import jax
 import numpy as np
 import pytest
 from _contract import Case
+from _jaxprs import compilations
 
 T, N_VALID, LEAD = 10, 7, (2, 3)
 BATCH = LEAD[0] * LEAD[1]
@@ -182,31 +181,11 @@ def test_an_eager_call_compiles_one_program(index):
     lead, frames = (1, BATCH - 1), T + 3  # shapes no other test compiles (some ignore frames)
     args = case.make_args(np.random.default_rng(index), lead, frames)
     mask = np.ones((*lead, frames), bool) if case.takes_mask else None
-    with _compilations() as first:
+    with compilations() as first:
         jax.block_until_ready(_call(case, args, mask))
-    with _compilations() as again:
+    with compilations() as again:
         jax.block_until_ready(_call(case, args, mask))
     assert (len(first), len(again)) == (1, 0), first
-
-
-@contextlib.contextmanager
-def _compilations():
-    """The names of the programs XLA compiles inside the block."""
-    names = []
-
-    class Record(logging.Handler):
-        def emit(self, record):
-            message = record.getMessage()
-            if message.startswith("Finished XLA compilation of "):
-                names.append(message.split(" in ")[0].removeprefix("Finished XLA compilation of "))
-
-    logger, handler = logging.getLogger("jax"), Record(logging.WARNING)
-    logger.addHandler(handler)
-    try:
-        with jax.log_compiles(True):
-            yield names
-    finally:
-        logger.removeHandler(handler)
 
 
 def _raises_naming(case: Case, args, mask, name):

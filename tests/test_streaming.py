@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxprs import compilations
 from _videos import CORRUPTIONS, VideoSpec, pad_batch, pad_rows
 from hypothesis import given
 from hypothesis import strategies as st
@@ -373,35 +374,40 @@ def test_labels_outside_the_classes_are_reported_not_aliased():
     assert float(result["confusion"].sum()) == 1  # only the in-range frame is counted
 
 
-def test_accumulator_is_four_functions_and_compute_is_one_program(caplog):
-    """No NamedTuple `count`/`index` on an accumulator; compute compiles one program (shared
-    by accumulators with the same arguments) instead of one per operation."""
-    import logging
-
-    import jax.numpy as jnp
-
+def test_accumulator_is_four_functions_each_one_program():
+    """No NamedTuple `count`/`index` on an accumulator; outside jit, update, merge and compute
+    each compile one program (shared by accumulators with the same arguments) instead of one
+    per operation, and give what they give under jax.jit."""
     from jaxseg import streaming
 
-    acc = streaming.segmentation(num_classes=5, background=(0,), iou_thresholds=(0.1, 0.4))
+    def build(num_classes=5):
+        return streaming.segmentation(
+            num_classes=num_classes, background=(0,), iou_thresholds=(0.1, 0.4)
+        )
+
+    acc = build()
     assert not hasattr(acc, "count") and not hasattr(acc, "index")
-    init, update, merge, compute = acc  # still unpacks like the tuple it was
-    assert compute is acc.compute and merge is acc.merge
-    state = jax.jit(update)(init(), jnp.array([[0, 1, 1, 2, 4]]), jnp.array([[0, 1, 2, 2, 3]]))
-    jax.block_until_ready(state)
-    with caplog.at_level(logging.WARNING), jax.log_compiles():
-        first = acc.compute(state)
-        jax.block_until_ready(first)
-    compiled = [r for r in caplog.records if "Compiling" in r.getMessage()]
-    assert len(compiled) == 1, [r.getMessage()[:80] for r in compiled]
-    caplog.clear()
-    again = streaming.segmentation(num_classes=5, background=(0,), iou_thresholds=(0.1, 0.4))
-    with caplog.at_level(logging.WARNING), jax.log_compiles():
-        second = again.compute(state)
-        jax.block_until_ready(second)
-    assert not [r for r in caplog.records if "Compiling" in r.getMessage()]
-    np.testing.assert_array_equal(first["f1"], second["f1"])
-    other = streaming.segmentation(num_classes=6, background=(0,), iou_thresholds=(0.1, 0.4))
-    assert other.compute is not acc.compute  # other static arguments: another program
+    assert tuple(acc) == (acc.init, acc.update, acc.merge, acc.compute)  # unpacks as a tuple
+    targets, predictions = np.array([[0, 1, 1, 2, 4, 4, 1]]), np.array([[0, 1, 2, 2, 3, 4, 4]])
+    steps = {
+        "update": lambda a, empty: a.update(empty, targets, predictions, mask=targets != 1),
+        "merge": lambda a, empty: a.merge(empty, empty),
+        "compute": lambda a, empty: a.compute(empty),
+    }
+    for name, step in steps.items():
+        accumulators = acc, build(), build(num_classes=6)
+        states = [jax.block_until_ready(a.init()) for a in accumulators]
+        calls = []
+        for a, empty in zip(accumulators, states):
+            with compilations() as compiled:
+                calls.append(jax.block_until_ready(step(a, empty)))
+            calls.append(compiled)
+        got, first, again, alike, _, other = calls
+        assert (len(first), len(alike), len(other)) == (1, 0, 1), (name, first, alike, other)
+        jitted = jax.jit(step, static_argnums=0)(acc, states[0])
+        for x, y, z in zip(jax.tree.leaves(got), jax.tree.leaves(again), jax.tree.leaves(jitted)):
+            np.testing.assert_array_equal(x, y, err_msg=name)
+            np.testing.assert_array_equal(x, z, err_msg=name)
 
 
 def test_command_prints_its_version(capsys):

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import jax
-
-_JITTED: dict[Hashable, Callable] = {}  # one compiled compute per rule and static arguments
+from jaxseg._src.programs import one_program
 
 
 def _key(value, depth: int = 0):
     """A hashable key that is equal for two closures of the same code over equal static
-    values (ints, strings, tuples, nested closures, accumulators); None if there is none."""
+    values (ints, strings, tuples, dicts, nested closures, accumulators); None if there is
+    none."""
     if depth > 8:
         return None
     if isinstance(value, Accumulator):
@@ -36,7 +36,34 @@ def _key(value, depth: int = 0):
     if isinstance(value, tuple):
         parts = tuple(_key(v, depth + 1) for v in value)
         return None if None in parts else ("tuple", parts)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        parts = tuple((k, _key(v, depth + 1)) for k, v in sorted(value.items()))
+        return None if any(v is None for _, v in parts) else ("dict", parts)
     return None
+
+
+class _SameCode:
+    """A function equal to every function of the same code over equal static values
+    (:func:`_key`), so that accumulators built with the same arguments share their programs."""
+
+    def __init__(self, fn: Callable, key):
+        functools.update_wrapper(self, fn)
+        self._fn, self._key = fn, key
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, _SameCode) and self._key == other._key
+
+
+def _one_program(fn: Callable) -> Callable:
+    """:func:`~jaxseg._src.programs.one_program` of ``fn``, shared by equal closures."""
+    key = _key(fn)
+    return one_program(fn if key is None else _SameCode(fn, key))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -48,10 +75,10 @@ class Accumulator:
     ``compute(state) -> dict`` of metric values. States are NamedTuples of additive
     sufficient statistics, so results do not depend on how the data was split.
 
-    ``compute`` is jitted here: its first call outside ``jit`` compiles one program (shared
-    by accumulators built with the same arguments), not one per operation. ``init``,
-    ``update`` and ``merge`` are left for the caller to jit. The four functions unpack like a
-    tuple: ``init, update, merge, compute = acc``.
+    Called outside ``jax.jit``, ``update``, ``merge`` and ``compute`` each run as one compiled
+    program per shapes and static arguments (shared by accumulators built with the same
+    arguments), not one per operation; inside a trace they are the functions given. The four
+    functions unpack like a tuple: ``init, update, merge, compute = acc``.
     """
 
     init: Callable[[], Any]
@@ -61,13 +88,8 @@ class Accumulator:
 
     def __post_init__(self):
         object.__setattr__(self, "_functions", (self.init, self.update, self.merge, self.compute))
-        key = _key(self.compute)
-        jitted = _JITTED.get(key) if key is not None else None
-        if jitted is None:
-            jitted = jax.jit(self.compute)
-            if key is not None and len(_JITTED) < 256:
-                _JITTED[key] = jitted
-        object.__setattr__(self, "compute", jitted)
+        for name in ("update", "merge", "compute"):
+            object.__setattr__(self, name, _one_program(getattr(self, name)))
 
     def __iter__(self) -> Iterator[Callable]:
         return iter((self.init, self.update, self.merge, self.compute))

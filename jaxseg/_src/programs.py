@@ -84,7 +84,7 @@ def _program(fn, static, arrays):
 
 def _split_arguments(signature, args, kwargs):
     """``(static, arrays)``: a sorted tuple of the static ``(name, value)`` pairs and a dict of
-    the arrays; None where the call must run as it is."""
+    the program's arguments; None where the call must run as it is."""
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
         return None
     try:
@@ -94,17 +94,18 @@ def _split_arguments(signature, args, kwargs):
     static, arrays = [], {}
     for name, value in bound.arguments.items():
         kind = signature.parameters[name].kind
-        positional = kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             return None
-        if isinstance(value, (np.ndarray, jax.Array)) or (positional and isinstance(value, list)):
-            if not isinstance(value, jax.Array):
-                try:
-                    value = np.asarray(value)
-                except ValueError:  # a ragged list: fn says why
-                    return None
-                value = checks.host_labels(name, value)
-            arrays[name] = value
+        if isinstance(value, list) and kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            try:
+                value = np.asarray(value)
+            except ValueError:  # a ragged list: fn says why
+                return None
+        if _holds_arrays(value):
+            arrays[name] = jax.tree_util.tree_map(
+                lambda x, name=name: x if isinstance(x, jax.Array) else checks.host_labels(name, x),
+                value,
+            )
             continue
         try:
             hash(value)
@@ -112,3 +113,13 @@ def _split_arguments(signature, args, kwargs):
             return None
         static.append((name, value))
     return tuple(sorted(static)), arrays
+
+
+def _holds_arrays(value) -> bool:
+    """Whether ``value`` is an array, or a tuple or dict of arrays (an accumulator's state)."""
+    if isinstance(value, (np.ndarray, jax.Array)):
+        return True
+    if not isinstance(value, (tuple, dict)):
+        return False
+    leaves = jax.tree_util.tree_leaves(value)
+    return bool(leaves) and all(isinstance(x, (np.ndarray, jax.Array)) for x in leaves)
