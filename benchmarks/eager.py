@@ -1,12 +1,11 @@
 """Benchmark: public functions called outside ``jax.jit`` (a notebook, a per-video loop).
 
-Every public metric and loss, and an accumulator's ``update``, ``merge`` and ``compute``, run
-as one compiled program per shape and static arguments (``programs.one_program``; a loss
-checks its concrete labels on the host beside it). The baseline, in the same run, is the same
-function with its programs replaced by their undecorated bodies, so that every operation is
-dispatched on its own, as before the programs existed (the segmentation accumulator's
-statistics excepted: they were one program before too). Both are timed warm (best of N after
-one call) and on their first call with a new shape.
+Every public metric, loss and statistics function, and an accumulator's ``update``, ``merge``
+and ``compute``, run as one compiled program per shape and static arguments
+(``programs.one_program``; a loss checks its concrete labels on the host beside it). The
+baseline, in the same run, is the same call with every program of jaxseg replaced by its body,
+so that every operation is dispatched on its own, as before the programs existed. Both are
+timed warm (best of N after one call) and on their first call with a new shape.
 
 Run: ``python benchmarks/eager.py [--repeats N]``.
 """
@@ -23,29 +22,34 @@ import numpy as np
 from _data import machine_summary
 
 import jaxseg
-from jaxseg._src import segmentation, soft_edit, temporal_losses
+from jaxseg._src import programs, segmentation, soft_edit, temporal_losses
 
-# (module, name of the compiled program) inside the public functions timed here.
-_INNER_PROGRAMS = {
-    "edit_score": (segmentation, "_statistics_program"),
-    "soft_edit_loss": (soft_edit, "_soft_edit_program"),
-    "ctc_transcript_loss": (temporal_losses, "_ctc_program"),
-}
+# The programs of jaxseg that run inside the public functions (beside one_program's).
+INNER = (
+    (segmentation, "_statistics_program"),
+    (soft_edit, "_soft_edit_program"),
+    (temporal_losses, "_ctc_program"),
+)
+
+
+def _run_body(fn, static, arrays):
+    return fn(**dict(static), **arrays)
 
 
 @contextlib.contextmanager
-def _dispatched_one_by_one(name, public):
-    """``public`` without its programs for the duration: the body under ``one_program`` (for
-    the metrics), with the module's inner program replaced by its body."""
-    inner = _INNER_PROGRAMS.get(name)
-    if inner:
-        program = getattr(inner[0], inner[1])
-        setattr(inner[0], inner[1], program.__wrapped__)
+def _dispatched_one_by_one():
+    """Every program of jaxseg replaced by its body for the duration (``one_program``'s and
+    the inner ones), so that each operation is dispatched on its own."""
+    bodies = [(programs, "_program", _run_body)]
+    bodies += [(module, name, getattr(module, name).__wrapped__) for module, name in INNER]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in bodies]
+    for module, name, body in bodies:
+        setattr(module, name, body)
     try:
-        yield getattr(public, "__wrapped__", public)
+        yield
     finally:
-        if inner:
-            setattr(inner[0], inner[1], program)
+        for module, name, program in saved:
+            setattr(module, name, program)
 
 
 def _calls(batch, frames, classes):
@@ -61,6 +65,11 @@ def _calls(batch, frames, classes):
     m, losses, streaming = jaxseg.metrics, jaxseg.losses, jaxseg.streaming
     segmentation = streaming.segmentation(num_classes=classes)
     ranking = streaming.frame_average_precision(num_classes=classes, num_thresholds=1000)
+    # Ten-frame videos, so that a new number of frames is a new number of videos here.
+    statistics = jaxseg.stats.segmentation_statistics(
+        labels.reshape(-1, 10), predictions.reshape(-1, 10)
+    )
+    resampling = dict(key=jax.random.key(0), num_samples=1000)
     return {
         "edit_score": (m.edit_score, (labels, predictions), {}),
         "to_segments": (jaxseg.segments.to_segments, (labels,), {}),
@@ -88,6 +97,12 @@ def _calls(batch, frames, classes):
         "lovasz_softmax_loss": (losses.lovasz_softmax_loss, (logits, labels), {}),
         "soft_dice_loss": (losses.soft_dice_loss, (logits, labels), {}),
         "temporal_giou_loss": (losses.temporal_giou_loss, (boxes, boxes * 0.9), {}),
+        "stats.segmentation_metrics": (jaxseg.stats.segmentation_metrics, (statistics,), {}),
+        "stats.bootstrap": (
+            jaxseg.stats.bootstrap,
+            (statistics, jaxseg.stats.segmentation_metrics),
+            resampling,
+        ),
         "streaming.segmentation update": (
             segmentation.update,
             (segmentation.init(), labels, predictions),
@@ -123,8 +138,8 @@ def main():
     for shape_index, (batch, frames) in enumerate([(4, 200), (4, 210)]):
         for name, (public, arrays, options) in _calls(batch, frames, classes=6).items():
             ours = _time(lambda: public(*arrays, **options), args.repeats)  # noqa: B023
-            with _dispatched_one_by_one(name, public) as body:
-                baseline = _time(lambda: body(*arrays, **options), args.repeats)  # noqa: B023
+            with _dispatched_one_by_one():
+                baseline = _time(lambda: public(*arrays, **options), args.repeats)  # noqa: B023
             if shape_index:  # the second shape: both paths have compiled their pieces once
                 print(
                     f"| {name} [{batch}, {frames}] | {ours[0]:.2f} s / {1e3 * ours[1]:.2f} ms "

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxprs import compilations
 
 from jaxseg import stats
 from jaxseg._src.stats import _p_value
@@ -525,3 +526,41 @@ def test_host_helpers_check_their_inputs(data, model_b):
         stats.segmentation_comparison(s, moved, num_samples=10)
     with pytest.raises(ValueError, match="class_stats_a and class_stats_b"):
         stats.segmentation_comparison(s, model_b, num_samples=10, class_stats_a=s)
+
+
+def test_an_eager_call_compiles_one_program():
+    """Outside jax.jit each statistics function compiles one program for a new shape (not one
+    per operation; the bootstrap's replicate loop included) and nothing when called again."""
+    rng = np.random.default_rng(5)
+    videos, frames, classes = 7, 37, 4  # shapes no other test compiles
+    targets = rng.integers(0, classes, (videos, frames)).astype(np.int32)
+    predictions = np.where(rng.random(targets.shape) < 0.2, 0, targets).astype(np.int32)
+    key = jax.block_until_ready(jax.random.key(3))
+    per_video = jax.block_until_ready(stats.segmentation_statistics(targets, predictions))
+    per_class = jax.block_until_ready(
+        stats.class_statistics(targets, predictions, num_classes=classes)
+    )
+    metric, resampling = stats.segmentation_metrics, dict(key=key, num_samples=20, batch_size=7)
+    fewer = targets[1:], predictions[1:]  # a shape not compiled above
+    calls = {
+        "segmentation_statistics": lambda: stats.segmentation_statistics(fewer[0], fewer[1]),
+        "class_statistics": lambda: stats.class_statistics(*fewer, num_classes=classes),
+        "segmentation_metrics": lambda: metric(per_video),
+        "class_metrics": lambda: stats.class_metrics(per_class),
+        "weighted_sum": lambda: stats.weighted_sum(per_video.correct, np.ones(videos, np.int32)),
+        "resample_indices": lambda: stats.resample_indices(key, num_videos=videos, num_samples=9),
+        "bootstrap_replicates": lambda: stats.bootstrap_replicates(per_video, metric, **resampling),
+        "bootstrap": lambda: stats.bootstrap(per_video, metric, **resampling),
+        "paired_bootstrap_test": lambda: stats.paired_bootstrap_test(
+            per_video, per_video, metric, **resampling
+        ),
+        "permutation_test": lambda: stats.permutation_test(
+            per_video, per_video, metric, **resampling
+        ),
+    }
+    for name, call in calls.items():
+        with compilations() as first:
+            jax.block_until_ready(call())
+        with compilations() as again:
+            jax.block_until_ready(call())
+        assert (len(first), len(again)) == (1, 0), (name, first)

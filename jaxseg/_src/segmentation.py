@@ -330,6 +330,7 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
 
 
 @renamed_arguments(overlaps="iou_thresholds")
+@one_program
 def segmentation_statistics(
     targets,
     predictions,

@@ -21,6 +21,7 @@ from jax.scipy.special import ndtr, ndtri
 from jaxseg._src import checks
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.numerics import _mul_wide, safe_divide
+from jaxseg._src.programs import one_program
 
 MetricFn = Callable[[Any, jax.Array], Any]
 METHODS = ("percentile", "bca")
@@ -71,6 +72,7 @@ class PermutationTestResult(NamedTuple):
     p_value: Any
 
 
+@one_program
 def weighted_sum(values, weights) -> jax.Array:
     """Sum over videos of ``weights[i] * values[i, ...]``.
 
@@ -160,6 +162,7 @@ def _multiplicities(indices, n: int) -> jax.Array:
     return jnp.zeros(n, jnp.int32).at[indices].add(1)
 
 
+@one_program
 def resample_indices(key, *, num_videos: int, num_samples: int, strata=None) -> jax.Array:
     """The videos drawn by :func:`bootstrap` (with replacement; per stratum if given).
 
@@ -189,6 +192,7 @@ def resample_indices(key, *, num_videos: int, num_samples: int, strata=None) -> 
 
 
 @renamed_arguments(stats="statistics")
+@one_program
 def bootstrap_replicates(
     statistics,
     metric_fn: MetricFn,
@@ -333,6 +337,7 @@ def _resampled(statistics, metric_fn, *, key, num_samples, method, strata, batch
 
 
 @renamed_arguments(stats="statistics")
+@one_program
 def bootstrap(
     statistics,
     metric_fn: MetricFn,
@@ -453,6 +458,7 @@ def _p_value(observed, null, alternative):
 
 
 @renamed_arguments(stats_a="statistics_a", stats_b="statistics_b")
+@one_program
 def paired_bootstrap_test(
     statistics_a,
     statistics_b,
@@ -518,6 +524,7 @@ def paired_bootstrap_test(
 
 
 @renamed_arguments(stats_a="statistics_a", stats_b="statistics_b")
+@one_program
 def permutation_test(
     statistics_a,
     statistics_b,

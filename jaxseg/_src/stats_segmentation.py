@@ -20,6 +20,7 @@ from jaxseg._src.batching import lift
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
+from jaxseg._src.programs import one_program
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
 from jaxseg._src.stats import (
     bootstrap,
@@ -72,6 +73,7 @@ def _ones_if_none(weights, n):
 
 
 @renamed_arguments(stats="statistics")
+@one_program
 def segmentation_metrics(statistics: SegmentationStatistics, weights=None) -> dict:
     """Dataset accuracy, edit and segmental precision/recall/F1@tau of weighted videos.
 
@@ -160,6 +162,7 @@ class ClassStatistics(NamedTuple):
     correct: jax.Array
 
 
+@one_program
 def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> ClassStatistics:
     """Per-class frame counts of each sequence: the statistics of :func:`class_metrics`.
 
@@ -197,6 +200,7 @@ def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> Cl
 
 
 @renamed_arguments(stats="statistics")
+@one_program
 def class_metrics(statistics: ClassStatistics, weights=None) -> dict:
     """Dataset per-class accuracy (recall) and its mean over classes, of weighted videos.
 
