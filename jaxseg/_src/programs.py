@@ -23,10 +23,11 @@ from jaxseg._src import checks
 def one_program(fn: Callable | None = None, *, host_check: Callable | None = None) -> Callable:
     """``fn`` compiled as one program when called outside a trace; ``fn`` itself inside one.
 
-    Arrays (numpy or JAX, or a list given for a positional argument) are the program's
-    arguments; every other argument (ints, floats, strings, tuples, None) is static, so a new
-    value of it compiles anew, as a new shape does (pass a JAX array for a number that changes
-    from call to call). Host integer arrays are checked as
+    Arrays (numpy or JAX, a list given for a positional argument, a tuple or dict of arrays
+    such as an accumulator's state) are the program's arguments; every other argument (ints,
+    floats, strings, tuples of numbers, None, functions) is static, so a new value of it
+    compiles anew, as a new shape does (pass a JAX array for a number that changes from call
+    to call). Host integer arrays are checked as
     :func:`~jaxseg._src.checks.as_int_labels` checks them, before JAX would narrow them to 32
     bits. A call the program cannot take runs ``fn`` as it is: a traced or unhashable
     argument, a name the signature does not bind (a deprecated one), or an array where ``fn``

@@ -258,9 +258,10 @@ def _statistics(
 ) -> SegmentationStatistics:
     """:func:`segmentation_statistics` for ``iou_thresholds`` (a tuple, or None: edit only).
 
-    The arguments are validated here, on concrete values where the caller has them, and the
-    computation runs as one compiled program per shape and static arguments, so that calls
-    outside ``jax.jit`` do not dispatch its few hundred operations one by one.
+    The arguments are validated here, and the computation is a program of its own per shape
+    and static arguments: traced once for all the metrics of a user's ``jax.jit`` that share
+    them (precision, recall and F1), and compiled whole under ``jax.vmap`` or ``jax.grad``
+    outside ``jax.jit``, where the public functions run as they are.
     """
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
