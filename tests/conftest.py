@@ -36,8 +36,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_jax_caches():
     """Each test module leaves JAX's caches empty behind it. A worker that kept the compiled
-    programs of every module it ran grew to 5-6 GB, and twice XLA:CPU crashed (a segmentation
-    fault in its compiler) late in such a worker, on tests that pass in a fresh process."""
+    programs of every module it ran grew to 5-6 GB, and twice XLA:CPU crashed inside its
+    compiler late in such a worker, on tests that pass in a fresh process."""
     yield
     jax.clear_caches()
 

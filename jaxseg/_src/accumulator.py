@@ -76,7 +76,7 @@ class Accumulator:
     sufficient statistics, so results do not depend on how the data was split.
 
     Called outside ``jax.jit``, ``update``, ``merge`` and ``compute`` each run as one compiled
-    program per shapes and static arguments (shared by accumulators built with the same
+    program per shape and static arguments (shared by accumulators built with the same
     arguments), not one per operation; inside a trace they are the functions given. The four
     functions unpack like a tuple: ``init, update, merge, compute = acc``.
     """
