@@ -1,5 +1,4 @@
-"""Shared pytest configuration: strict JAX promotion, hypothesis profiles, golden data, the
-files' order.
+"""Shared pytest configuration: strict JAX promotion, hypothesis profiles, golden data.
 
 ``jax_enable_x64`` stays off (the library must be exact in 32 bits). Implicit rank promotion
 raises and dtype promotion is strict, so a kernel that relies on either fails its tests (JAX's
@@ -32,25 +31,6 @@ settings.register_profile(
     "thorough", max_examples=400, deadline=None, suppress_health_check=_SLOW_DATA
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
-
-
-# The files that take minutes, first: each file runs whole on one worker (pyproject's
-# ``--dist loadfile``), and a long file started last keeps the run going on one worker
-# while the other waits.
-_LONGEST_FILES = (
-    "test_contract.py",
-    "test_unsupervised.py",
-    "test_segmentation_plain.py",
-    "test_segmental.py",
-    "test_capacity.py",
-    "test_ranking.py",
-)
-
-
-def pytest_collection_modifyitems(items):
-    """Runs the longest files first (a stable sort: the other files keep their order)."""
-    rank = {name: i for i, name in enumerate(_LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 @pytest.fixture(autouse=True, scope="module")
