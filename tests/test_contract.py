@@ -111,6 +111,14 @@ def _assert_same(case: Case, got, want, what):
             np.testing.assert_array_equal(a, b, err_msg=what)
 
 
+@pytest.fixture(scope="module", params=range(len(CASES)), ids=IDS)
+def index(request) -> int:
+    """The index of a case in CASES. A module-scoped parameter, so that pytest runs a case's
+    tests one after another (and pytest-xdist sends them to one worker): its bundle, the
+    largest program of the contract, then compiles once per run instead of once per worker."""
+    return request.param
+
+
 @functools.cache
 def _results(index: int):
     """(inputs, bundle outputs for two value sets, eager output) of CASES[index]."""
@@ -126,7 +134,6 @@ def _results(index: int):
     return runs, eager
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_jit_equals_eager_without_retrace(index):
     case = CASES[index]
     runs, eager = _results(index)  # the second bundle call would raise on a retrace
@@ -136,7 +143,6 @@ def test_jit_equals_eager_without_retrace(index):
     )
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_vmap_equals_loop(index):
     case = CASES[index]
     for _, out in _results(index)[0]:
@@ -144,7 +150,6 @@ def test_vmap_equals_loop(index):
         _assert_same(case, out["batched"], out["looped"], "batched vs loop")
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_extra_leading_dims(index):
     case = CASES[index]
     for _, out in _results(index)[0]:
@@ -158,6 +163,7 @@ def test_extra_leading_dims(index):
     "index",
     [i for i, c in enumerate(CASES) if c.takes_mask],
     ids=[c.id for c in CASES if c.takes_mask],
+    indirect=True,
 )
 def test_padding_with_mask_equals_slicing(index):
     case = CASES[index]
@@ -165,7 +171,6 @@ def test_padding_with_mask_equals_slicing(index):
         _assert_same(case, out["batched"], out["sliced"], "mask vs sliced rows")
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_output_dtypes(index):
     case = CASES[index]
     leaves = jax.tree.leaves(_results(index)[0][0][1]["batched"])
@@ -173,7 +178,6 @@ def test_output_dtypes(index):
     assert tuple(str(x.dtype) for x in leaves) == want
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_an_eager_call_compiles_one_program(index):
     """Outside jax.jit a public metric or loss compiles once for a new shape (not once per
     operation) and its later calls compile nothing."""
@@ -193,7 +197,6 @@ def _raises_naming(case: Case, args, mask, name):
         _call(case, args, mask)
 
 
-@pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
 def test_bad_input_errors_name_the_argument(index):
     case = CASES[index]
     rng = np.random.default_rng(0)

@@ -238,7 +238,9 @@ def test_hungarian_matching_breaks_ties_as_scipy():
     rng = np.random.default_rng(0)
     solve = jax.jit(lambda t, r, c: M.hungarian_matching(t, num_rows=r, num_cols=c))
     for _ in range(200):
-        R, N = rng.integers(1, 7, 2)
+        # Static shapes wide, tall and square; the live block (r x c) inside them varies on
+        # every draw, and it alone decides the algorithm's path (match_block).
+        R, N = rng.choice([1, 3, 6], 2)
         table = rng.integers(0, rng.integers(1, 4), (R, N)).astype(np.int32)
         r, c = int(rng.integers(0, R + 1)), int(rng.integers(0, N + 1))
         rows, cols = linear_sum_assignment(table[:r, :c], maximize=True)
