@@ -1,5 +1,7 @@
 """Run-time capacity choice: default arguments give the bits of an explicit capacity."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -55,6 +57,7 @@ def test_run_count_bound_is_exact_for_prefix_masks_and_an_upper_bound_otherwise(
         np.testing.assert_array_equal(bound, exact)
 
 
+@functools.cache  # one program per loss and options, shared by the cases that ask for it
 def _value_and_grad(loss, **kwargs):
     def total(logits, gamma, labels, mask):
         return jnp.sum(loss(logits, labels, mask=mask, **kwargs, **gamma))
@@ -62,11 +65,18 @@ def _value_and_grad(loss, **kwargs):
     return jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
 
 
-@pytest.mark.parametrize("segments", [5, 100, 400])  # the rungs 32, 256 and T
+# A loss's cases run one after another: they share its default and capacity-T programs
+# (_value_and_grad).
 @pytest.mark.parametrize(
-    "loss, gamma",
-    [(losses.soft_edit_loss, {"gamma": 0.3}), (losses.ctc_transcript_loss, {})],
-    ids=["soft_edit_loss", "ctc_transcript_loss"],
+    "loss, gamma, segments",
+    [
+        pytest.param(loss, gamma, segments, id=f"{loss.__name__}-{segments}")
+        for loss, gamma in (
+            (losses.soft_edit_loss, {"gamma": 0.3}),
+            (losses.ctc_transcript_loss, {}),
+        )
+        for segments in (5, 100, 400)  # the rungs 32, 256 and T
+    ],
 )
 def test_default_capacity_gives_the_bits_of_the_rung_and_the_exact_values(loss, gamma, segments):
     """Bit for bit what the smallest sufficient rung gives when asked for, never NaN, and the
