@@ -198,10 +198,26 @@ def test_rows_at_once_equals_the_rows_one_by_one():
     np.testing.assert_array_equal(nested.reshape(2, 3), jnp.sum(jnp.where(mask, x, 0), axis=-1))
 
 
+@functools.cache  # one program per capacities, shared by the masks with and without gaps
+def _edit_and_counts(capacities: tuple):
+    def statistics(t, p, m):
+        options = dict(mask=m, **dict(capacities))
+        return metrics.edit_score(t, p, **options), metrics.segmental_counts(t, p, **options)
+
+    return statistics, jax.jit(jax.vmap(statistics))
+
+
 @pytest.mark.parametrize(
-    "capacities", [{}, {"max_target_segments": 64, "max_predicted_segments": 48}]
+    "capacities, gaps",
+    [
+        pytest.param(capacities, gaps, id=f"{name}-{'gaps' if gaps else 'prefix'}")
+        for name, capacities in (
+            ("default", ()),
+            ("given", (("max_target_segments", 64), ("max_predicted_segments", 48))),
+        )
+        for gaps in (False, True)
+    ],
 )
-@pytest.mark.parametrize("gaps", [False, True])
 def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples(capacities, gaps):
     # Batched by vmap, the rung index would differ per example and every rung would run;
     # the mapped sequences join one batch instead, and the rung switch stays a switch.
@@ -212,16 +228,12 @@ def test_vmap_of_the_segmental_statistics_runs_one_capacity_for_all_examples(cap
     mask = np.arange(frames)[None, :] < np.array([[frames], [1500], [700]])
     if gaps:
         mask &= rng.random((3, frames)) > 0.05
-
-    def statistics(t, p, m):
-        options = dict(mask=m, **capacities)
-        return metrics.edit_score(t, p, **options), metrics.segmental_counts(t, p, **options)
-
+    statistics, vmapped = _edit_and_counts(capacities)
     if not capacities:
         jaxpr = jax.make_jaxpr(jax.vmap(statistics))(targets, predictions, mask)
         assert 3 in branch_counts(jaxpr)
     for got, want in zip(
-        jax.tree_util.tree_leaves(jax.jit(jax.vmap(statistics))(targets, predictions, mask)),
+        jax.tree_util.tree_leaves(vmapped(targets, predictions, mask)),
         jax.tree_util.tree_leaves(statistics(targets, predictions, mask)),
     ):
         np.testing.assert_array_equal(got, want)
