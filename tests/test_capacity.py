@@ -65,8 +65,8 @@ def _value_and_grad(loss, **kwargs):
     return jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
 
 
-# A loss's cases run one after another: they share its default and capacity-T programs
-# (_value_and_grad).
+# A loss's cases run one after another, so that they share its default and capacity-T
+# programs (_value_and_grad is cached).
 @pytest.mark.parametrize(
     "loss, gamma, segments",
     [
