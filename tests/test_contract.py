@@ -8,7 +8,6 @@ is called twice with new values under ``chex.assert_max_traces(n=1)``.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import pathlib
@@ -119,9 +118,10 @@ def index(request) -> int:
     return request.param
 
 
-@functools.cache
-def _results(index: int):
-    """(inputs, bundle outputs for two value sets, eager output) of CASES[index]."""
+@pytest.fixture(scope="module")
+def results(index):
+    """(inputs, bundle outputs for two value sets, eager output) of CASES[index], computed
+    once for the case's tests."""
     case = CASES[index]
     rng = np.random.default_rng(index)
     chex.clear_trace_counter()
@@ -134,25 +134,25 @@ def _results(index: int):
     return runs, eager
 
 
-def test_jit_equals_eager_without_retrace(index):
+def test_jit_equals_eager_without_retrace(index, results):
     case = CASES[index]
-    runs, eager = _results(index)  # the second bundle call would raise on a retrace
+    runs, eager = results  # the second bundle call would raise on a retrace
     _assert_same(case, runs[0][1]["batched"], eager, "jit vs eager")
     assert not all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0], strict=True)), (
         "the two calls must use different values"
     )
 
 
-def test_vmap_equals_loop(index):
+def test_vmap_equals_loop(index, results):
     case = CASES[index]
-    for _, out in _results(index)[0]:
+    for _, out in results[0]:
         _assert_same(case, out["vmapped"], out["looped"], "vmap vs lax.map loop")
         _assert_same(case, out["batched"], out["looped"], "batched vs loop")
 
 
-def test_extra_leading_dims(index):
+def test_extra_leading_dims(index, results):
     case = CASES[index]
-    for _, out in _results(index)[0]:
+    for _, out in results[0]:
         leading = jax.tree.map(lambda x: x.reshape((BATCH, *x.shape[len(LEAD) :])), out["leading"])
         for leaf in jax.tree.leaves(out["leading"]):
             assert leaf.shape[: len(LEAD)] == LEAD
@@ -165,15 +165,15 @@ def test_extra_leading_dims(index):
     ids=[c.id for c in CASES if c.takes_mask],
     indirect=True,
 )
-def test_padding_with_mask_equals_slicing(index):
+def test_padding_with_mask_equals_slicing(index, results):
     case = CASES[index]
-    for _, out in _results(index)[0]:
+    for _, out in results[0]:
         _assert_same(case, out["batched"], out["sliced"], "mask vs sliced rows")
 
 
-def test_output_dtypes(index):
+def test_output_dtypes(index, results):
     case = CASES[index]
-    leaves = jax.tree.leaves(_results(index)[0][0][1]["batched"])
+    leaves = jax.tree.leaves(results[0][0][1]["batched"])
     want = case.out_dtype if isinstance(case.out_dtype, tuple) else (case.out_dtype,) * len(leaves)
     assert tuple(str(x.dtype) for x in leaves) == want
 
