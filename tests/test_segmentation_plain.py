@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from jaxseg._src import checks
 from jaxseg._src.segmentation import segmentation_statistics
 from jaxseg._src.segmentation_plain import run_length_segments, sequence_statistics
-from jaxseg._src.segments import compact_batch, to_segments
+from jaxseg._src.segments import compact_batch, is_background, to_segments
 
 T_MAX, BATCH = 700, 6
 OVERLAPS = (0.1, 0.25, 0.5, 0.75)
@@ -99,9 +99,23 @@ def test_run_length_segments_equal_to_segments(background):
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
-@pytest.mark.parametrize("background", [(256,), (300,), (65536,), (0, 300)])
-def test_a_background_label_outside_the_dtype_never_aliases_onto_a_real_label(dtype, background):
-    """Compared in int8, background 256 would wrap onto label 0 (issue #20, item 1)."""
+def test_a_background_label_outside_the_dtype_is_no_label_of_it(dtype):
+    """Every label the dtype holds is background only if named: 256 compared in int8 would
+    wrap onto label 0 (issue #20, item 1)."""
+    info = np.iinfo(dtype)
+    labels = np.arange(info.min, info.max + 1).astype(dtype)
+    for background in [(256,), (300,), (65536,), (0, 300), (-1,), (65535,)]:
+        want = np.isin(labels.astype(np.int64), background)
+        np.testing.assert_array_equal(is_background(jnp.asarray(labels), background), want)
+
+
+# Each background names a label the dtype cannot hold that would wrap onto label 0, alone or
+# beside one the dtype holds; the rule for every label is the test above.
+@pytest.mark.parametrize(
+    "dtype, background",
+    [(np.int8, (256,)), (np.uint8, (1, 256)), (np.int16, (65536,)), (np.uint16, (2, 65536))],
+)
+def test_the_metrics_never_alias_a_background_label_outside_the_dtype(dtype, background):
     from jaxseg import metrics
 
     rng = np.random.default_rng(5)
@@ -118,5 +132,5 @@ def test_a_background_label_outside_the_dtype_never_aliases_onto_a_real_label(dt
     ]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    if background[0] != 0:  # no label is background: the same as none at all
-        np.testing.assert_array_equal(got[0], metrics.edit_score(targets, predictions))
+    held = tuple(b for b in background if b <= np.iinfo(dtype).max)  # the int32 path too
+    np.testing.assert_array_equal(got[0], metrics.edit_score(targets, predictions, background=held))
