@@ -230,16 +230,27 @@ def test_tree_sum_is_exact_on_integers_and_close_on_floats(n):
     assert np.all(np.abs(np.asarray(ranking._tree_sum(x), np.float64) - exact) <= bound)
 
 
+def _long_rows(rows):
+    """uint32 ``[rows, 2^14]`` keys: rows long enough to be sorted in pieces."""
+    n = ranking._SORT_PIECE_LENGTH
+    return np.random.default_rng(rows).integers(0, 1 << 20, (rows, n)).astype(np.uint32)
+
+
 @pytest.mark.parametrize("rows", [9, 10, 21, 30])
 def test_long_rows_sorted_in_pieces(rows):
     # 10 or more rows of at least 2^14 entries are sorted as independent pieces: up to 24 for
     # one metric per row, 12 for two.
-    n = ranking._SORT_PIECE_LENGTH
-    x = np.random.default_rng(rows).integers(0, 1 << 20, (rows, n)).astype(np.uint32)
+    x = _long_rows(rows)
     for metrics, most in ((1, 24), (2, 12)):
         blocks = jax.jit(ranking._sort_rows, static_argnums=1)(x, metrics)
         assert len(blocks) == (1 if rows < 10 else min(rows, most))
         np.testing.assert_array_equal(np.concatenate(blocks), np.sort(x, axis=-1))
+
+
+# One row per piece (10 rows), and pieces of unequal rows for one and two metrics (30).
+@pytest.mark.parametrize("rows", [10, 30])
+def test_metrics_of_rows_sorted_in_pieces(rows):
+    x = _long_rows(rows)
     targets = x % 3 == 0
     scores = (x % 1000).astype(np.float32)  # many ties
     got = M.mean_average_precision(targets.T, scores.T).per_class
