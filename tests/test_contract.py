@@ -120,8 +120,8 @@ def index(request) -> int:
 
 @pytest.fixture(scope="module")
 def results(index):
-    """(inputs, bundle outputs for two value sets, eager output) of CASES[index], computed
-    once for the case's tests."""
+    """(inputs and bundle outputs for two value sets, eager output, the programs its eager
+    call compiled) of CASES[index], computed once for the case's tests."""
     case = CASES[index]
     rng = np.random.default_rng(index)
     chex.clear_trace_counter()
@@ -130,13 +130,14 @@ def results(index):
     for _ in range(2):  # new values, same shapes: must not retrace
         args = case.make_args(rng, (BATCH,), T)
         runs.append((args, jax.device_get(bundle(args, _compact(case, args)))))
-    eager = _call(case, runs[0][0], MASK if case.takes_mask else None)
-    return runs, eager
+    with compilations() as compiled:  # the case's first eager call at these shapes
+        eager = jax.block_until_ready(_call(case, runs[0][0], MASK if case.takes_mask else None))
+    return runs, eager, compiled
 
 
 def test_jit_equals_eager_without_retrace(index, results):
     case = CASES[index]
-    runs, eager = results  # the second bundle call would raise on a retrace
+    runs, eager, _ = results  # the second bundle call would raise on a retrace
     _assert_same(case, runs[0][1]["batched"], eager, "jit vs eager")
     assert not all(np.array_equal(a, b) for a, b in zip(runs[0][0], runs[1][0], strict=True)), (
         "the two calls must use different values"
@@ -178,17 +179,13 @@ def test_output_dtypes(index, results):
     assert tuple(str(x.dtype) for x in leaves) == want
 
 
-def test_an_eager_call_compiles_one_program(index):
+def test_an_eager_call_compiles_one_program(index, results):
     """Outside jax.jit a public metric or loss compiles once for a new shape (not once per
-    operation) and its later calls compile nothing."""
+    operation) and its later calls, with new values, compile nothing."""
     case = CASES[index]
-    lead, frames = (1, BATCH - 1), T + 3  # shapes no other test compiles (some ignore frames)
-    args = case.make_args(np.random.default_rng(index), lead, frames)
-    mask = np.ones((*lead, frames), bool) if case.takes_mask else None
-    with compilations() as first:
-        jax.block_until_ready(_call(case, args, mask))
+    runs, _, first = results
     with compilations() as again:
-        jax.block_until_ready(_call(case, args, mask))
+        jax.block_until_ready(_call(case, runs[1][0], MASK if case.takes_mask else None))
     assert (len(first), len(again)) == (1, 0), first
 
 
