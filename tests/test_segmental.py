@@ -511,24 +511,25 @@ def _candidate_rows(rng, rows, width, longest):
     return owner, in_use, overlapping, inter.astype(np.int32), union.astype(np.int32)
 
 
-@pytest.mark.parametrize("longest", [1, 2, 4])
-def test_best_pair_of_each_prediction(longest):
+def test_best_pair_of_each_prediction():
     # Groups of at most two rows take the neighbour comparisons, longer ones the general
     # path for the whole batch; under vmap (one batch, or nested) and without, the same flags.
+    # The group sizes in one test: values of the same shapes, whose operations compile once.
     from jaxseg._src.f1 import _best_flags, _best_of_pairs
 
-    rng = np.random.default_rng(longest)
-    args = _candidate_rows(rng, 24, 40, longest)
-    want = np.stack([_group_best_reference(*row) for row in zip(*args)])
-    if longest <= 2:
-        np.testing.assert_array_equal(_best_of_pairs(*args), want)
     flags = functools.partial(_best_flags, groups=40)
-    np.testing.assert_array_equal(jax.vmap(flags)(*args), want)
-    assert 2 in branch_counts(jax.make_jaxpr(jax.vmap(flags))(*args))  # one branch runs
-    np.testing.assert_array_equal(jax.jit(jax.vmap(flags))(*args), want)
-    nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
-    np.testing.assert_array_equal(nested.reshape(24, 40), want)
-    np.testing.assert_array_equal(flags(*(x[3] for x in args)), want[3])
+    for longest in (1, 2, 4):
+        rng = np.random.default_rng(longest)
+        args = _candidate_rows(rng, 24, 40, longest)
+        want = np.stack([_group_best_reference(*row) for row in zip(*args)])
+        if longest <= 2:
+            np.testing.assert_array_equal(_best_of_pairs(*args), want)
+        np.testing.assert_array_equal(jax.vmap(flags)(*args), want)
+        assert 2 in branch_counts(jax.make_jaxpr(jax.vmap(flags))(*args))  # one branch runs
+        np.testing.assert_array_equal(jax.jit(jax.vmap(flags))(*args), want)
+        nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
+        np.testing.assert_array_equal(nested.reshape(24, 40), want)
+        np.testing.assert_array_equal(flags(*(x[3] for x in args)), want[3])
 
 
 @pytest.mark.parametrize("size", [1, 31, 32, 33, 256, 257, 600])
