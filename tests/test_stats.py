@@ -536,15 +536,15 @@ def test_an_eager_call_compiles_one_program():
     targets = rng.integers(0, classes, (videos, frames)).astype(np.int32)
     predictions = np.where(rng.random(targets.shape) < 0.2, 0, targets).astype(np.int32)
     key = jax.block_until_ready(jax.random.key(3))
-    per_video = jax.block_until_ready(stats.segmentation_statistics(targets, predictions))
-    per_class = jax.block_until_ready(
-        stats.class_statistics(targets, predictions, num_classes=classes)
+    per_video = _compiled_once(
+        "segmentation_statistics", lambda: stats.segmentation_statistics(targets, predictions)
+    )
+    per_class = _compiled_once(
+        "class_statistics",
+        lambda: stats.class_statistics(targets, predictions, num_classes=classes),
     )
     metric, resampling = stats.segmentation_metrics, dict(key=key, num_samples=20, batch_size=7)
-    fewer = targets[1:], predictions[1:]  # a shape not compiled above
     calls = {
-        "segmentation_statistics": lambda: stats.segmentation_statistics(fewer[0], fewer[1]),
-        "class_statistics": lambda: stats.class_statistics(*fewer, num_classes=classes),
         "segmentation_metrics": lambda: metric(per_video),
         "class_metrics": lambda: stats.class_metrics(per_class),
         "weighted_sum": lambda: stats.weighted_sum(per_video.correct, np.ones(videos, np.int32)),
@@ -559,8 +559,14 @@ def test_an_eager_call_compiles_one_program():
         ),
     }
     for name, call in calls.items():
-        with compilations() as first:
-            jax.block_until_ready(call())
-        with compilations() as again:
-            jax.block_until_ready(call())
-        assert (len(first), len(again)) == (1, 0), (name, first)
+        _compiled_once(name, call)
+
+
+def _compiled_once(name, call):
+    """``call()``, asserting that it compiles one program and, called again, none."""
+    with compilations() as first:
+        result = jax.block_until_ready(call())
+    with compilations() as again:
+        jax.block_until_ready(call())
+    assert (len(first), len(again)) == (1, 0), (name, first)
+    return result
