@@ -522,14 +522,15 @@ def test_best_pair_of_each_prediction():
         rng = np.random.default_rng(longest)
         args = _candidate_rows(rng, 24, 40, longest)
         want = np.stack([_group_best_reference(*row) for row in zip(*args)])
+        same = functools.partial(np.testing.assert_array_equal, err_msg=f"longest {longest}")
         if longest <= 2:
-            np.testing.assert_array_equal(_best_of_pairs(*args), want)
-        np.testing.assert_array_equal(jax.vmap(flags)(*args), want)
+            same(_best_of_pairs(*args), want)
+        same(jax.vmap(flags)(*args), want)
         assert 2 in branch_counts(jax.make_jaxpr(jax.vmap(flags))(*args))  # one branch runs
-        np.testing.assert_array_equal(jax.jit(jax.vmap(flags))(*args), want)
+        same(jax.jit(jax.vmap(flags))(*args), want)
         nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
-        np.testing.assert_array_equal(nested.reshape(24, 40), want)
-        np.testing.assert_array_equal(flags(*(x[3] for x in args)), want[3])
+        same(nested.reshape(24, 40), want)
+        same(flags(*(x[3] for x in args)), want[3])
 
 
 @pytest.mark.parametrize("size", [1, 31, 32, 33, 256, 257, 600])
