@@ -518,6 +518,8 @@ def test_best_pair_of_each_prediction():
     from jaxseg._src.f1 import _best_flags, _best_of_pairs
 
     flags = functools.partial(_best_flags, groups=40)
+    mapped = jax.vmap(flags)
+    compiled = jax.jit(mapped)
     for longest in (1, 2, 4):
         rng = np.random.default_rng(longest)
         args = _candidate_rows(rng, 24, 40, longest)
@@ -525,9 +527,9 @@ def test_best_pair_of_each_prediction():
         same = functools.partial(np.testing.assert_array_equal, err_msg=f"longest {longest}")
         if longest <= 2:
             same(_best_of_pairs(*args), want)
-        same(jax.vmap(flags)(*args), want)
-        assert 2 in branch_counts(jax.make_jaxpr(jax.vmap(flags))(*args))  # one branch runs
-        same(jax.jit(jax.vmap(flags))(*args), want)
+        same(mapped(*args), want)
+        assert 2 in branch_counts(jax.make_jaxpr(mapped)(*args))  # one branch runs
+        same(compiled(*args), want)
         nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
         same(nested.reshape(24, 40), want)
         same(flags(*(x[3] for x in args)), want[3])
