@@ -7,6 +7,7 @@ import itertools
 
 import _reference_grounding as ref
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import load_golden
@@ -97,6 +98,19 @@ def test_binary64_matches_numpy():
     n = rng.integers(0, 3000, 500)
     floors = binary64.floor(binary64.product(binary64.from_int(n), binary64.constant(x)))
     np.testing.assert_array_equal(np.asarray(floors), np.floor(n * x).astype(np.int64))
+
+
+def test_binary64_powers_of_two_convert_exactly():
+    # A mantissa of 2**52 times 2**(e - 52), for the exponents of normal numbers.
+    for dtype, exponents in (
+        (np.float32, np.arange(-126, 128)),
+        (np.float64, np.arange(-1022, 1024)),
+    ):
+        limbs = np.tile(np.array([0, 0, 0, 1 << 10], np.int32), (exponents.size, 1))
+        with jax.enable_x64(dtype == np.float64):
+            powers = binary64.Double(jnp.asarray(limbs), jnp.asarray(exponents - 52, jnp.int32))
+            got = np.asarray(binary64.to_float(powers, dtype))
+        np.testing.assert_array_equal(got, np.ldexp(dtype(1), exponents), err_msg=str(dtype))
 
 
 def _random_videos(rng, num_videos, counts):
