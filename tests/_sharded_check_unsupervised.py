@@ -16,6 +16,8 @@ import sys
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
+# The eight devices are simulated CPUs: on a machine with a GPU, JAX would take its one GPU.
+os.environ["JAX_PLATFORMS"] = "cpu"
 
 import functools
 

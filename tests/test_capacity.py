@@ -80,7 +80,16 @@ def _value_and_grad(loss, **kwargs):
 )
 def test_default_capacity_gives_the_bits_of_the_rung_and_the_exact_values(loss, gamma, segments):
     """Bit for bit what the smallest sufficient rung gives when asked for, never NaN, and the
-    value of capacity T (to rounding: CTC sums over its padded transcript)."""
+    value of capacity T (to rounding: CTC sums over its padded transcript).
+
+    Bits on CPU; XLA:GPU compiles the rung inside the switch into fusions of its own, whose
+    gradients differed in the last bits (H200: values equal, gradients up to 1.4e-9 apart).
+    """
+    same = (
+        np.testing.assert_array_equal
+        if jax.default_backend() == "cpu"
+        else functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-8)
+    )
     rng = np.random.default_rng(segments)
     labels = _labels(rng, 3, segments)
     mask = _mask(rng, 3, holes=True)
@@ -96,7 +105,7 @@ def test_default_capacity_gives_the_bits_of_the_rung_and_the_exact_values(loss, 
     np.testing.assert_array_equal(value, rung_value)
     np.testing.assert_allclose(value, exact_value, rtol=1e-6)
     for got, want, exact in zip(*map(jax.tree_util.tree_leaves, (grads, rung_grads, exact_grads))):
-        np.testing.assert_array_equal(got, want)
+        same(got, want)
         np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-7)
 
 
