@@ -19,6 +19,7 @@ same run:
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import platform
 import statistics
@@ -39,7 +40,7 @@ def machine():
     return (
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"{platform.system()}; python {platform.python_version()}, jax {jax.__version__}, "
-        f"jaxlib {jax.lib.__version__}, numpy {np.__version__}; "
+        f"jaxlib {importlib.metadata.version('jaxlib')}, numpy {np.__version__}; "
         f"backend {jax.default_backend()}"
     )
 
