@@ -41,6 +41,24 @@ def unconditional_primitives(closed_jaxpr) -> set[str]:
     return names
 
 
+def float_products(closed_jaxpr) -> list:
+    """The ``precision`` of every ``dot_general`` with floating operands in a jaxpr, nested
+    ones included (``None`` where the default applies: TF32 on some GPUs)."""
+    found = []
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "dot_general" and all(
+                jax.numpy.issubdtype(v.aval.dtype, jax.numpy.floating) for v in eqn.invars
+            ):
+                found.append(eqn.params["precision"])
+            for inner in jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return found
+
+
 @contextlib.contextmanager
 def compilations():
     """The names of the programs XLA compiles inside the block."""

@@ -17,7 +17,7 @@ import jax
 import numpy as np
 import pytest
 from _contract import Case
-from _jaxprs import compilations
+from _jaxprs import compilations, float_products
 
 T, N_VALID, LEAD = 10, 7, (2, 3)
 BATCH = LEAD[0] * LEAD[1]
@@ -177,6 +177,16 @@ def test_output_dtypes(index, results):
     leaves = jax.tree.leaves(results[0][0][1]["batched"])
     want = case.out_dtype if isinstance(case.out_dtype, tuple) else (case.out_dtype,) * len(leaves)
     assert tuple(str(x.dtype) for x in leaves) == want
+
+
+def test_float_products_run_at_full_precision(index, results):
+    """Every float matrix product asks for full precision: at the default one XLA:GPU may
+    round its operands to TF32 (11 bits), which changes losses and counts."""
+    case = CASES[index]
+    mask = MASK if case.takes_mask else None
+    jaxpr = jax.make_jaxpr(lambda *args: _call(case, args, mask))(*results[0][0][0])
+    highest = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+    assert all(p == highest for p in float_products(jaxpr)), float_products(jaxpr)
 
 
 def test_an_eager_call_compiles_one_program(index, results):

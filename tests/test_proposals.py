@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _jaxprs import float_products
 from conftest import load_golden
 
 from jaxseg import metrics as M
@@ -213,6 +214,9 @@ def test_streaming_proposals_is_split_invariant_and_equals_the_metric(golden, cf
         other = _stream(acc, arrays, masks, splits)
         assert jax.tree.all(jax.tree.map(lambda x, y: bool((x == y).all()), one, other))
     result = acc.compute(one)
+    # The recalled counts are float products: at full precision, not XLA:GPU's TF32 default.
+    products = float_products(jax.make_jaxpr(acc.compute)(one))
+    assert products and all(p == (jax.lax.Precision.HIGHEST,) * 2 for p in products)
     curve = _curve(a, cfg)
     for name in ("recall", "average_recall", "proposals_per_video", "auc", "at"):
         np.testing.assert_allclose(

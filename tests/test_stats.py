@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _jaxprs import compilations
+from _jaxprs import compilations, float_products
 
 from jaxseg import stats
 from jaxseg._src.stats import _p_value
@@ -154,6 +154,17 @@ def test_weights_are_multiplicities(data):
     repeated = np.repeat(np.arange(N), weights)
     ours = METRICS(s, jnp.asarray(weights))
     _assert_metrics_close(ours, _oracle_dataset(_take(per_video, repeated)))
+
+
+def test_float_products_run_at_full_precision(data):
+    # At the default precision XLA:GPU may round float32 operands to TF32 (11 bits).
+    s, _ = data
+    weights = jnp.ones(N, jnp.int32)
+    highest = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+    values = jnp.ones((N, 3), jnp.float32)
+    for fn, args in ((stats.weighted_sum, (values, weights)), (METRICS, (s, weights))):
+        products = float_products(jax.make_jaxpr(fn)(*args))
+        assert products and all(p == highest for p in products), (fn, products)
 
 
 def test_fraction_words_are_exact():

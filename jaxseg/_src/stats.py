@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
@@ -92,7 +93,9 @@ def weighted_sum(values, weights) -> jax.Array:
     values = jnp.asarray(values)
     if not jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(jnp.int32)
-    return jnp.tensordot(jnp.asarray(weights).astype(values.dtype), values, axes=(0, 0))
+    weights = jnp.asarray(weights).astype(values.dtype)
+    # At the default precision XLA:GPU may round float32 operands to TF32 (11 bits).
+    return jnp.tensordot(weights, values, axes=(0, 0), precision=lax.Precision.HIGHEST)
 
 
 def _num_videos(name: str, statistics) -> int:

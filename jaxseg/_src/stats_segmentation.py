@@ -14,6 +14,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
@@ -64,7 +65,9 @@ def _words_to_float(totals):
 def _fits_int32(frames, weights):
     """False when a weighted total (at most ``max(sum w frames, 2^13 sum w)``) may overflow."""
     w = jnp.asarray(weights).astype(jnp.float32)
-    largest = jnp.maximum(jnp.dot(w, frames.astype(jnp.float32)), jnp.sum(w) * (1 << _WORD_BITS))
+    # At the default precision XLA:GPU may round float32 operands to TF32 (11 bits).
+    weighted = jnp.dot(w, frames.astype(jnp.float32), precision=lax.Precision.HIGHEST)
+    largest = jnp.maximum(weighted, jnp.sum(w) * (1 << _WORD_BITS))
     return largest < _INT32_LIMIT
 
 
