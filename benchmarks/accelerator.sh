@@ -22,8 +22,10 @@ timeout 120 python3 benchmarks/losses.py --quick --full-length 2>&1 | tee "$out/
 
 echo "== tests of the kernels"
 # The host-side tests (CLI, files, plots, docstrings, layout, the CPU-simulated sharding) are
-# left out; the rest in order of priority (xdist hands out the first files first).
-timeout "$test_seconds" python3 -m pytest -p no:cacheprovider -n "$workers" -v -rfE \
+# left out; the rest in order of priority (xdist hands out the first files first). At the
+# limit pytest gets an interrupt, so that it still prints the failures it has seen.
+timeout -s INT -k 30 "$test_seconds" python3 -m pytest -p no:cacheprovider -n "$workers" -v \
+  --tb=short -rfE \
   --junitxml="$out/junit.xml" \
   tests/test_segmentation_plain.py tests/test_golden_segmentation.py tests/test_golden_files.py \
   tests/test_segmental.py tests/test_segments.py tests/test_edit_dp.py tests/test_losses_edit.py \
