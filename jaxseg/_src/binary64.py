@@ -144,8 +144,7 @@ def to_float(x: Double, dtype=jnp.float32) -> jax.Array:
 
 def _power_of_two(exponent, dtype):
     """``2.0 ** exponent`` for the exponents of normal numbers of ``dtype``, from its bit
-    pattern. ``jnp.ldexp`` computes the power with ``pow``, which XLA:GPU rounds: in float64
-    one in eight powers of two came out one ulp off (H200, jax 0.11)."""
+    pattern: ``jnp.ldexp`` computes the power with ``pow``, which XLA:GPU may round."""
     info = jnp.finfo(dtype)
     ints = jnp.int64 if info.bits == 64 else jnp.int32
     biased = jnp.clip(exponent, info.minexp, info.maxexp - 1).astype(ints) + (1 - info.minexp)

@@ -8,6 +8,9 @@ from jax import lax
 _BLOCK = 64  # entries summed by one triangular matrix product
 _WINDOW = 16  # entries summed by one windowed reduction
 _EXACT_FLOAT32 = 1 << 24  # float32 holds every integer below this
+# Float matrix products ask for it: at the default precision XLA:GPU may round float32
+# operands to TF32 (11 significant bits), which changes counts and losses.
+FULL_PRECISION = lax.Precision.HIGHEST
 
 
 def safe_divide(numerator, denominator, fill=0.0):
@@ -104,7 +107,7 @@ def _blocked_running_sum(x, block: int, within_block):
 def _triangular_product(x):
     """Running sums of float32 rows by a matrix product with an upper triangle of ones."""
     upper = jnp.triu(jnp.ones((x.shape[-1], x.shape[-1]), x.dtype))
-    return jnp.matmul(x, upper, precision=lax.Precision.HIGHEST)
+    return jnp.matmul(x, upper, precision=FULL_PRECISION)
 
 
 def _window_sum(x):

@@ -401,7 +401,7 @@ def _lovasz_per_class(errors, foreground, present):
     # One stored copy of the errors for every decision below (which errors are ranked, their
     # order, the largest): XLA may recompute an elementwise value in each fusion that reads
     # it, and XLA:GPU's copies can differ in the last bit, so decisions taken on different
-    # copies need not agree (H200: one loss of six 1% off inside a larger program).
+    # copies need not agree.
     fixed = lax.optimization_barrier(lax.stop_gradient(errors))
     ranked = ~_after_last_foreground(fixed, foreground, axis=1)
 

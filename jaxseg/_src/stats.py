@@ -16,12 +16,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.numerics import _mul_wide, safe_divide
+from jaxseg._src.numerics import FULL_PRECISION, _mul_wide, safe_divide
 from jaxseg._src.programs import one_program
 
 MetricFn = Callable[[Any, jax.Array], Any]
@@ -94,8 +93,7 @@ def weighted_sum(values, weights) -> jax.Array:
     if not jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(jnp.int32)
     weights = jnp.asarray(weights).astype(values.dtype)
-    # At the default precision XLA:GPU may round float32 operands to TF32 (11 bits).
-    return jnp.tensordot(weights, values, axes=(0, 0), precision=lax.Precision.HIGHEST)
+    return jnp.tensordot(weights, values, axes=(0, 0), precision=FULL_PRECISION)
 
 
 def _num_videos(name: str, statistics) -> int:

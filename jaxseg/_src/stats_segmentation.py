@@ -14,13 +14,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import lift
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
-from jaxseg._src.numerics import precision_recall_f1, safe_divide
+from jaxseg._src.numerics import FULL_PRECISION, precision_recall_f1, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
 from jaxseg._src.stats import (
@@ -65,8 +64,7 @@ def _words_to_float(totals):
 def _fits_int32(frames, weights):
     """False when a weighted total (at most ``max(sum w frames, 2^13 sum w)``) may overflow."""
     w = jnp.asarray(weights).astype(jnp.float32)
-    # At the default precision XLA:GPU may round float32 operands to TF32 (11 bits).
-    weighted = jnp.dot(w, frames.astype(jnp.float32), precision=lax.Precision.HIGHEST)
+    weighted = jnp.dot(w, frames.astype(jnp.float32), precision=FULL_PRECISION)
     largest = jnp.maximum(weighted, jnp.sum(w) * (1 << _WORD_BITS))
     return largest < _INT32_LIMIT
 

@@ -15,12 +15,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from jaxseg._src import checks, counting
 from jaxseg._src import grounding as grounding_metrics
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+from jaxseg._src.numerics import FULL_PRECISION
 from jaxseg._src.proposals import (
     ACTIVITYNET_PROPOSAL_THRESHOLDS,
     _dataset_inputs,
@@ -360,11 +360,7 @@ def _curve_from_histograms(state, capacity, max_average, at_index) -> dict:
     rank = jnp.arange(capacity + 2, dtype=jnp.int32)
     used = rank[None, :, None] <= budget[:, None, :]  # [n, r, J]
     first = counting.to_float(state.first)  # [n, r, T]
-    # Counts: at the default precision XLA:GPU may round float32 operands to TF32, exact
-    # for integers below 2**11 only.
-    recalled = jnp.einsum(
-        "nrt,nrj->tj", first, used.astype(first.dtype), precision=lax.Precision.HIGHEST
-    )
+    recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype), precision=FULL_PRECISION)
     targets = _int32(state.targets)
     curve = curve_from_recalled(recalled, targets, num_videos, total, pcn, at_index, jnp.float32)
     targets = counting.to_integer(state.targets)

@@ -235,9 +235,7 @@ def _ctc_one(capacity, x, y, valid, *, background, normalize):
     frame_paddings = (jnp.arange(x.shape[0], dtype=jnp.int32) >= n).astype(x.dtype)
     label_paddings = (jnp.arange(capacity, dtype=jnp.int32) >= m).astype(x.dtype)
     symbols = jnp.maximum(transcript.labels, 0)
-    # optax gathers the log-probabilities with matrix products, whose float32 operands
-    # XLA:GPU may round to TF32 at the default precision (H200: a loss of 21.83 came out
-    # 6.6e-4 off in a padded batch; on CPU it agrees with float64 to 1e-7).
+    # optax gathers the log-probabilities with matrix products (numerics.FULL_PRECISION).
     with jax.default_matmul_precision("highest"):
         loss = optax.ctc_loss(
             x[None], frame_paddings[None], symbols[None], label_paddings[None], blank_id=blank
