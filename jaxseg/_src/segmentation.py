@@ -148,13 +148,13 @@ def _batch_words(targets, predictions, lengths, background):
     return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
 
 
-def _at_rung(capacity: int, shape: tuple, rule: dict, *, compact: bool):
-    """The branch of :func:`_statistics_by_rung` for tables of ``capacity`` segments; with
-    ``compact``, the valid frames are first moved to the front (a mask with gaps); ``shape``
-    ``(B, T)`` is the batch's."""
+def _at_rung(tables: tuple[int, int], shape: tuple, rule: dict, *, compact: bool):
+    """The branch of :func:`_statistics_by_rung` for ``tables`` of (target, prediction)
+    segments; with ``compact``, the valid frames are first moved to the front (a mask with
+    gaps); ``shape`` ``(B, T)`` is the batch's."""
     T = shape[-1]
-    candidates = min(T, candidate_bound(capacity, capacity, rule["background"]))
-    capacities = (capacity, capacity, candidates)
+    candidates = min(T, candidate_bound(*tables, rule["background"]))
+    capacities = (*tables, candidates)
 
     def run(targets, predictions, lengths, words, mask_words):
         if compact:
@@ -208,8 +208,8 @@ _SCRATCH_BUDGET = 30 << 20
 
 
 def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationStatistics:
-    """Statistics of a flat batch ``[B, T]`` with segment tables of the smallest capacity of
-    :func:`~jaxseg._src.capacity.capacity_ladder` that holds every sequence's segments.
+    """Statistics of a flat batch ``[B, T]`` with segment tables of the smallest capacities of
+    :func:`_table_rungs` that hold every sequence's segments.
 
     The frame pass runs once, outside the switch: its words give the true segment counts that
     choose the branch. A mask with a gap (not a prefix) takes the last branch (tables of T
@@ -223,22 +223,50 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
         # array of the labels' size in the program's scratch memory (see _SCRATCH_BUDGET).
         lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
-    needed = jnp.maximum(
+    ladder = capacity_ladder(T, **_LADDER)
+    index = _table_rung(
+        ladder,
         count_set_bits(words.target.starts.words),
         count_set_bits(words.prediction.starts.words),
     )
-    ladder = capacity_ladder(T, **_LADDER)
-    last = len(ladder) - 1
+    rungs = _table_rungs(ladder)
+    last = len(ladder) - 1  # tables of T rows for both
     branches = [
-        _at_rung(c, (targets.shape[0], T), rule, compact=i == last and mask is not None)
-        for i, c in enumerate(ladder)
+        _at_rung(tables, (targets.shape[0], T), rule, compact=i == last and mask is not None)
+        for i, tables in enumerate(rungs)
     ]
-    index = rung(ladder, needed)
     if mask is not None:
         index = jnp.where(jnp.all(is_prefix), index, last)
     if len(branches) == 1:
         return branches[0](targets, predictions, lengths, words, mask_words)
     return lax.switch(index, branches, targets, predictions, lengths, words, mask_words)
+
+
+def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The (target, prediction) table capacities compiled for a capacity ``ladder``: each
+    rung for both tables, then the smallest rung for the targets with each larger rung but
+    the last for the predictions.
+
+    Predictions split into many more segments than the targets have (a weak model, or one
+    without smoothing) are the usual reason for a larger rung: there the target table, the
+    candidate matches and the edit distance's bit pattern stay as small as the targets
+    need. Every rung compiles once more, so targets with many more segments than the
+    predictions take the rung of both.
+
+    >>> _table_rungs((128, 1024, 6000))
+    ((128, 128), (1024, 1024), (6000, 6000), (128, 1024))
+    """
+    return (*((c, c) for c in ladder), *((ladder[0], c) for c in ladder[1:-1]))
+
+
+def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts) -> jax.Array:
+    """Index into :func:`_table_rungs` of the smallest tables that hold every count (under
+    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`)."""
+    for_targets, for_predictions = rung(ladder, target_counts), rung(ladder, prediction_counts)
+    both = jnp.maximum(for_targets, for_predictions)
+    last = len(ladder) - 1
+    uneven = (for_targets == 0) & (for_predictions > 0) & (for_predictions < last)
+    return jnp.where(uneven, last + for_predictions, both)
 
 
 # The tables' cost grows with their capacity: rungs 8x apart keep the compiled branches few.
