@@ -549,6 +549,44 @@ def test_distinct_count(size):
     assert batched(index[None], chosen[None])[0].tolist() == want
 
 
+def _with_segments(rng, count, length, labels=4):
+    """int32 ``[length]`` labels of exactly ``count`` runs, cut at random frames."""
+    cuts = np.sort(rng.choice(np.arange(1, length), count - 1, replace=False))
+    steps = rng.integers(1, labels, count)  # each run's label differs from the one before
+    run_labels = np.cumsum(steps) % labels + 1
+    return np.repeat(run_labels, np.diff(np.concatenate([[0], cuts, [length]]))).astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    "target_segments, predicted_segments, tables",
+    [
+        (5, 500, (128, 1024)),  # over-segmented predictions: small target tables
+        (128, 1024, (128, 1024)),  # both at the edge of their rung
+        (129, 500, (1024, 1024)),  # more targets than the smallest rung: the rung of both
+        (500, 5, (1024, 1024)),  # under-segmented predictions: the rung of both
+        (5, 1025, (3000, 3000)),  # past the middle rung: the last one
+    ],
+)
+def test_uneven_tables_for_over_segmented_predictions(target_segments, predicted_segments, tables):
+    # With T = 3000 the ladder is (128, 1024, 3000); predictions with many more segments
+    # than the targets take target tables of the smallest rung, and the values are exact.
+    T = 3000
+    rng = np.random.default_rng(target_segments + predicted_segments)
+    counts = [(target_segments, predicted_segments), (3, 40), (target_segments // 2 + 1, 2)]
+    targets = np.stack([_with_segments(rng, n_t, T) for n_t, _ in counts])
+    predictions = np.stack([_with_segments(rng, n_p, T) for _, n_p in counts])
+    ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
+    index = segmentation._table_rung(ladder, *np.transpose(counts))
+    assert segmentation._table_rungs(ladder)[int(index)] == tables
+    got = segmentation_statistics(targets, predictions, iou_thresholds=OVERLAPS)
+    for i, (y, p) in enumerate(zip(targets, predictions)):
+        m = np.ones(T, bool)
+        assert (int(got.target_segments[i]), int(got.predicted_segments[i])) == counts[i]
+        assert int(got.edit_distance[i]) == ref.edit_distance(y, p, m) and not got.overflow[i]
+        tp, fp, fn = ref.segmental_counts(y, p, OVERLAPS, m)
+        np.testing.assert_array_equal((got.tp[i], got.fp[i], got.fn[i]), (tp, fp, fn))
+
+
 def test_many_target_segments():
     # 300 target segments: the distinct targets are counted with a scatter (more than 256).
     rng = np.random.default_rng(4)
@@ -612,7 +650,7 @@ def test_statistics_in_blocks_of_sequences_equal_the_reference(
     if holes:
         mask &= rng.random((B, T)) > 0.05
     capacities = dict(max_target_segments=T, max_predicted_segments=T) if given_capacities else {}
-    assert segmentation._sequences_per_block(T, (B, T), ()) < B
+    assert segmentation._sequences_per_block((T, T), (B, T), ()) < B
     got = segmentation_statistics(targets, predictions, mask=mask, **capacities)
     for i in range(B):
         t, p, m = targets[i], predictions[i], mask[i]

@@ -165,14 +165,15 @@ def _at_rung(tables: tuple[int, int], shape: tuple, rule: dict, *, compact: bool
             targets, predictions, lengths, words, capacities=capacities, **rule
         )
 
-    block = _sequences_per_block(max(capacities), shape, rule["background"])
+    block = _sequences_per_block(tables, shape, rule["background"])
     return functools.partial(in_blocks, run, block=block)
 
 
-def _sequences_per_block(capacity: int, shape: tuple, background: tuple) -> int | None:
+def _sequences_per_block(tables: tuple, shape: tuple, background: tuple) -> int | None:
     """How many sequences of a batch of ``shape`` ``(B, T)`` one block of
-    :func:`~jaxseg._src.capacity.in_blocks` holds at this capacity: on CPU, as many as keep
-    the program's scratch memory within ``_SCRATCH_BUDGET``; elsewhere all.
+    :func:`~jaxseg._src.capacity.in_blocks` holds with segment ``tables`` of these (target,
+    prediction) capacities: on CPU, as many as keep the program's scratch memory within
+    ``_SCRATCH_BUDGET``; elsewhere all.
 
     XLA:CPU allocates a program's scratch memory afresh on every call, and glibc serves
     blocks beyond its mmap threshold (at most 32 MiB) straight from the kernel, so every page
@@ -187,16 +188,19 @@ def _sequences_per_block(capacity: int, shape: tuple, background: tuple) -> int 
     rows, T = shape
     # The frame pass's words, outside the blocks, take under a byte per frame.
     room = max(_SCRATCH_BUDGET - rows * T, _SCRATCH_BUDGET // 4)
-    return max(1, room // _scratch_per_sequence(capacity, T, background))
+    return max(1, room // _scratch_per_sequence(tables, T, background))
 
 
-def _scratch_per_sequence(capacity: int, T: int, background: tuple) -> int:
-    """An upper estimate of one sequence's XLA:CPU scratch memory at this capacity, in bytes.
+def _scratch_per_sequence(tables: tuple, T: int, background: tuple) -> int:
+    """An upper estimate of one sequence's XLA:CPU scratch memory with segment ``tables`` of
+    these capacities, in bytes.
 
-    Measured with XLA's ``memory_analysis`` (jax 0.10, T = 500-30000): 87-100 bytes per table
-    row, 125-175 with background, and about one byte per frame; beyond 16384 frames (512
+    Measured with XLA's ``memory_analysis`` (jax 0.10, T = 500-30000): 87-100 bytes per row
+    of the two tables' mean capacity (tables of 128 and 1024 rows take about as much as two
+    of 576), 125-175 with background, and about one byte per frame; beyond 16384 frames (512
     words) the rows take about T / 40 bytes (T / 20 with background).
     """
+    capacity = -(-sum(tables) // 2)
     per_row = 100 if T <= 16384 else T // 40 + 1
     if background:
         per_row *= 2
@@ -354,7 +358,7 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
         predictions,
         lengths,
         words,
-        block=_sequences_per_block(max(capacities), targets.shape, rule["background"]),
+        block=_sequences_per_block(capacities[:2], targets.shape, rule["background"]),
     )
 
 
