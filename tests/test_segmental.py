@@ -771,6 +771,31 @@ def test_candidates_at_their_bound_do_not_overflow(background):
         assert stats.edit_distance[i] == ref.edit_distance(y, p, background=background)
 
 
+def test_candidates_beyond_both_tables_take_a_larger_rung():
+    # With background the candidates can outnumber both tables (up to S_t + S_p - 1): at
+    # default capacities the rungs hold at most as many candidates as their larger table,
+    # and a batch with more takes the next rung, exact and without overflow.
+    T, period = 3000, 24
+    frames = np.arange(T)
+    # Every predicted segment of label 1 overlaps two target segments of label 1.
+    targets = np.where(frames % period < 16, 1, 0).astype(np.int32)
+    predictions = np.where((frames - period // 2) % period < 16, 1, 0).astype(np.int32)
+    n_y, n_p = (len(ref.segments(x, background=(0,))) for x in (targets, predictions))
+    candidates = _agreeing_runs(targets, predictions, (0,))
+    assert max(n_y, n_p) <= 128 < candidates
+    ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
+    index = segmentation._table_rung(ladder, np.array([n_y]), np.array([candidates]))
+    assert segmentation._table_rungs(ladder)[int(index)] == (128, 1024)
+    stats = segmentation_statistics(
+        targets[None], predictions[None], iou_thresholds=OVERLAPS, background=(0,)
+    )
+    assert not stats.overflow[0]
+    assert (int(stats.target_segments[0]), int(stats.predicted_segments[0])) == (n_y, n_p)
+    assert stats.edit_distance[0] == ref.edit_distance(targets, predictions, background=(0,))
+    want = ref.segmental_counts(targets, predictions, OVERLAPS, background=(0,))
+    np.testing.assert_array_equal((stats.tp[0], stats.fp[0], stats.fn[0]), want)
+
+
 def test_ignore_index_cuts_frames_out_before_segmenting():
     """ASRF's rule: frames whose target is ``ignore_index`` are removed, so the segments on
     both sides of them can merge; the scores equal those of the compacted sequences."""

@@ -153,7 +153,9 @@ def _at_rung(tables: tuple[int, int], shape: tuple, rule: dict, *, compact: bool
     segments; with ``compact``, the valid frames are first moved to the front (a mask with
     gaps); ``shape`` ``(B, T)`` is the batch's."""
     T = shape[-1]
-    candidates = min(T, candidate_bound(*tables, rule["background"]))
+    # No more candidates than rows of the larger table (a bound on them without background;
+    # with it, the rung is chosen to hold them: _table_rung).
+    candidates = min(max(tables), candidate_bound(*tables, rule["background"]))
     capacities = (*tables, candidates)
 
     def run(targets, predictions, lengths, words, mask_words):
@@ -231,7 +233,9 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
     index = _table_rung(
         ladder,
         count_set_bits(words.target.starts.words),
-        count_set_bits(words.prediction.starts.words),
+        jnp.maximum(
+            count_set_bits(words.prediction.starts.words), count_set_bits(words.matches.words)
+        ),
     )
     rungs = _table_rungs(ladder)
     last = len(ladder) - 1  # tables of T rows for both
@@ -265,7 +269,8 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
 def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts) -> jax.Array:
     """Index into :func:`_table_rungs` of the smallest tables that hold every count (under
-    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`)."""
+    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`); the candidate matches
+    count on the predictions' side (they need a table of their own as large as theirs)."""
     for_targets, for_predictions = rung(ladder, target_counts), rung(ladder, prediction_counts)
     both = jnp.maximum(for_targets, for_predictions)
     last = len(ladder) - 1
