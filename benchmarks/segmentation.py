@@ -10,13 +10,16 @@ included); the same written for one video and mapped with ``jax.vmap``; and
 ``jaxseg.Evaluator`` with all its host work (validation, padding into aligned buffers,
 transfer, both device phases and the final sums).
 
-Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R]``. Each round runs both
+Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R] [--background L ...]``
+(background labels form no segment, as MS-TCN's ``bg_class``; the edit and F1 of both
+baselines and of jaxseg then leave them out). Each round runs both
 baselines, then jaxseg (best of N); the ratio reported is the median over the rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import resource
 import time
 
@@ -53,28 +56,30 @@ def _check(name, ours, reference, atol=1e-9):
         raise AssertionError(f"{name}: jaxseg {got} != baseline {want}")
 
 
-@jax.jit
-def _public_functions(targets, predictions, lengths):
+@functools.partial(jax.jit, static_argnames="background")
+def _public_functions(targets, predictions, lengths, background=()):
     """What a user writes: the public metrics at default arguments under one jit."""
     mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1])
     m = jaxseg.metrics
+    options = dict(mask=mask, background=background)
     return (
         m.accuracy(targets, predictions, mask=mask),
-        m.edit_score(targets, predictions, mask=mask),
-        m.segmental_counts(targets, predictions, mask=mask, iou_thresholds=OVERLAPS),
+        m.edit_score(targets, predictions, **options),
+        m.segmental_counts(targets, predictions, iou_thresholds=OVERLAPS, **options),
     )
 
 
-@jax.jit
-@jax.vmap
-def _public_functions_per_video(target, prediction, length):
+@functools.partial(jax.jit, static_argnames="background")
+@functools.partial(jax.vmap, in_axes=(0, 0, 0, None))
+def _public_functions_per_video(target, prediction, length, background=()):
     """The same written for one video and mapped over the batch with ``jax.vmap``."""
     mask = jnp.arange(target.shape[-1]) < length
     m = jaxseg.metrics
+    options = dict(mask=mask, background=background)
     return (
         m.accuracy(target, prediction, mask=mask),
-        m.edit_score(target, prediction, mask=mask),
-        m.segmental_counts(target, prediction, mask=mask, iou_thresholds=OVERLAPS),
+        m.edit_score(target, prediction, **options),
+        m.segmental_counts(target, prediction, iou_thresholds=OVERLAPS, **options),
     )
 
 
@@ -90,13 +95,13 @@ def _dataset_numbers(accuracy, edit, counts, lengths):
     }
 
 
-def run(name, targets, predictions, repeats, rounds):
+def run(name, targets, predictions, repeats, rounds, background=()):
     """Times both baselines and jaxseg's two entry points in ``rounds`` back-to-back rounds,
     so that each ratio compares times measured within a few seconds of each other (this
     machine's speed drifts by tens of percent between minutes), and prints their median."""
     padded_t, lengths = jaxseg.io.pad_videos(targets)
     padded_p, _ = jaxseg.io.pad_videos(predictions)
-    evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS)
+    evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS, background=background)
 
     def from_padded():
         evaluator.reset()
@@ -109,10 +114,11 @@ def run(name, targets, predictions, repeats, rounds):
         return evaluator.get()
 
     def public_functions():
-        return _dataset_numbers(*_public_functions(padded_t, padded_p, lengths), lengths)
+        numbers = _public_functions(padded_t, padded_p, lengths, background=background)
+        return _dataset_numbers(*numbers, lengths)
 
     def per_video_vmapped():
-        numbers = _public_functions_per_video(padded_t, padded_p, lengths)
+        numbers = _public_functions_per_video(padded_t, padded_p, lengths, background)
         return _dataset_numbers(*numbers, lengths)
 
     entry_points = {
@@ -127,10 +133,10 @@ def run(name, targets, predictions, repeats, rounds):
     times = {"reference": [], "lean": [], **{label: [] for label in entry_points}}
     for _ in range(rounds):
         start = time.perf_counter()
-        reference = reference_style_baseline(targets, predictions, overlaps=OVERLAPS)
+        reference = reference_style_baseline(targets, predictions, background, OVERLAPS)
         times["reference"].append(time.perf_counter() - start)
         start = time.perf_counter()
-        lean = baseline(targets, predictions, overlaps=OVERLAPS)
+        lean = baseline(targets, predictions, background, OVERLAPS)
         times["lean"].append(time.perf_counter() - start)
         if not np.allclose(np.hstack(lean), np.hstack(reference), rtol=0, atol=1e-12):
             raise AssertionError(f"{name}: the two baselines disagree: {lean} != {reference}")
@@ -173,11 +179,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=10, help="jaxseg: best of N, per round")
     parser.add_argument("--rounds", type=int, default=3, help="baseline + jaxseg rounds")
+    parser.add_argument(
+        "--background",
+        type=int,
+        nargs="*",
+        default=[],
+        help="labels that form no segment (MS-TCN's bg_class), e.g. --background 0",
+    )
     args = parser.parse_args()
     print(machine_summary())
+    background = tuple(args.background)
+    if background:
+        print(f"background labels: {background}")
     jax.block_until_ready(jax.numpy.zeros(1))  # start the backend: not part of any compilation
-    run("Breakfast-shaped", *breakfast_like(), args.repeats, args.rounds)
-    run("over-segmented", *over_segmented(), args.repeats, args.rounds)
+    run("Breakfast-shaped", *breakfast_like(), args.repeats, args.rounds, background)
+    run("over-segmented", *over_segmented(), args.repeats, args.rounds, background)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of the process: {peak:.0f} MiB")
 

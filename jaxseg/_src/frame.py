@@ -62,7 +62,7 @@ def _correct_and_valid_frames(targets, predictions, mask):
     agreement words are those of the segmental metrics' frame pass (:func:`pair_flags`), so
     that accuracy computed beside them under one ``jax.jit`` costs no pass of its own.
     """
-    agree = pair_flags(targets, predictions, ())[2]
+    agree = pair_flags(targets, predictions)[2]
     valid = pack_bits(mask)
     return count_set_bits(agree & valid), count_set_bits(valid)
 

@@ -256,10 +256,10 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     the last for the predictions.
 
     Predictions split into many more segments than the targets have (a weak model, or one
-    without smoothing) are the usual reason for a larger rung: there the target table, the
-    candidate matches and the edit distance's bit pattern stay as small as the targets
-    need. Every rung compiles once more, so targets with many more segments than the
-    predictions take the rung of both.
+    without smoothing) are the usual reason for a larger rung: there the target table stays
+    as small as the targets need, and the candidate matches with it (at most (128 + c) / 2
+    without background). Every rung compiles once more, so targets with many more segments
+    than the predictions take the rung of both.
 
     >>> _table_rungs((128, 1024, 6000))
     ((128, 128), (1024, 1024), (6000, 6000), (128, 1024))
@@ -269,8 +269,9 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
 def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts) -> jax.Array:
     """Index into :func:`_table_rungs` of the smallest tables that hold every count (under
-    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`); the candidate matches
-    count on the predictions' side (they need a table of their own as large as theirs)."""
+    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`). Give the candidate
+    matches' counts with the predictions': a rung holds no more of them than rows of its
+    larger table."""
     for_targets, for_predictions = rung(ladder, target_counts), rung(ladder, prediction_counts)
     both = jnp.maximum(for_targets, for_predictions)
     last = len(ladder) - 1
@@ -395,9 +396,9 @@ def segmentation_statistics(
       background: static tuple of labels that form no segment.
       max_target_segments: static capacity of the target segment table, a memory bound.
         ``None`` (with ``max_predicted_segments`` ``None``): each call uses the smallest of a
-        few static capacities (128, 1024, ..., T) that holds the batch's segments, so it
-        costs what the data needs and never truncates (under ``jax.vmap``, one capacity for
-        all mapped sequences).
+        few static capacities (128, 1024, ..., T; target tables of 128 beside larger
+        prediction tables) that holds the batch's segments, so it costs what the data needs
+        and never truncates (under ``jax.vmap``, one capacity for all mapped sequences).
       max_predicted_segments: static capacity of the predicted segment table (``None``: as
         above, or T when ``max_target_segments`` is given).
       legacy_asformer_end: static; if True the last segment ends one frame early when it

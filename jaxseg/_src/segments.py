@@ -308,10 +308,9 @@ class PairWords(NamedTuple):
     background: jax.Array
 
 
-def pair_flags(targets, predictions, background: tuple[int, ...]):
+def pair_flags(targets, predictions):
     """The one pass over the frames of a sequence pair ``[T]``: uint32 words of its change
-    points (targets, then predictions), of agreement, then of each background label in the
-    targets and then in the predictions (bits past the frames unspecified).
+    points (targets, then predictions) and of agreement (bits past the frames unspecified).
 
     Every caller gets every word (an optimization barrier keeps JAX from pruning the pass to
     the words a caller uses), so that the passes of accuracy and the segmental metrics over
@@ -319,26 +318,41 @@ def pair_flags(targets, predictions, background: tuple[int, ...]):
     Pruned, they would differ, and XLA would materialise their common operands instead (the
     labels shifted by one frame, two arrays of the labels' size) and read the labels again.
     """
-    present = representable(background, targets.dtype)
 
     def flags(now, before):
         t, p = now
-        never = jnp.zeros(t.shape, jnp.bool_)
-        labelled = [(x == b) if b in present else never for x in (t, p) for b in background]
-        return (t != before[0], p != before[1], t == p, *labelled)
+        return (t != before[0], p != before[1], t == p)
 
     return lax.optimization_barrier(pack_frame_flags(flags, (targets, predictions)))
 
 
+def background_flags(targets, predictions, background: tuple[int, ...]):
+    """uint32 ``[2, len(background), W]`` words: the target (row 0) or the prediction (row 1)
+    of a sequence pair ``[T]`` is the background label ``background[i]`` at ``t`` (bits past
+    the frames unspecified).
+
+    A pass of its own, so that the pass of :func:`pair_flags` is the same with or without
+    background, and accuracy beside a segmental metric with background shares it.
+    """
+    present = representable(background, targets.dtype)
+
+    def flags(now, _):
+        never = jnp.zeros(now[0].shape, jnp.bool_)
+        return [(x == b) if b in present else never for x in now for b in background]
+
+    words = pack_frame_flags(flags, (targets, predictions))
+    return jnp.stack(words).reshape(2, len(background), -1)
+
+
 def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
     """Every boundary the segmental metrics need, from the frame pass of a sequence pair."""
-    changes_t, changes_p, correct, *labelled = pair_flags(targets, predictions, background)
+    changes_t, changes_p, correct = pair_flags(targets, predictions)
     valid = _valid_words(n, correct.shape[-1])
     first = _frame_bit(0, valid.shape[-1])
     runs_t, runs_p = (changes_t | first) & valid, (changes_p | first) & valid
     correct = correct & valid
     if background:
-        labelled = jnp.stack(labelled).reshape(2, len(background), -1) & valid[None, None]
+        labelled = background_flags(targets, predictions, background) & valid[None, None]
     else:
         labelled = jnp.zeros((2, 0, valid.shape[-1]), jnp.uint32)
     in_background = lax.reduce(labelled, np.uint32(0), lax.bitwise_or, (1,))
