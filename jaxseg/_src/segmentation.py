@@ -148,15 +148,12 @@ def _batch_words(targets, predictions, lengths, background):
     return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
 
 
-def _at_rung(tables: tuple[int, int], shape: tuple, rule: dict, *, compact: bool):
-    """The branch of :func:`_statistics_by_rung` for ``tables`` of (target, prediction)
-    segments; with ``compact``, the valid frames are first moved to the front (a mask with
-    gaps); ``shape`` ``(B, T)`` is the batch's."""
+def _at_capacities(capacities: tuple, shape: tuple, rule: dict, *, compact: bool):
+    """A branch of :func:`_statistics_of_rows`: the statistics at static ``capacities``
+    (target, prediction, candidates) from the frame pass's words; with ``compact``, the valid
+    frames are first moved to the front (a mask with gaps) and the words computed again.
+    ``shape`` ``(B, T)`` is the batch's."""
     T = shape[-1]
-    # No more candidates than rows of the larger table (a bound on them without background;
-    # with it, the rung is chosen to hold them: _table_rung).
-    candidates = min(max(tables), candidate_bound(*tables, rule["background"]))
-    capacities = (*tables, candidates)
 
     def run(targets, predictions, lengths, words, mask_words):
         if compact:
@@ -167,7 +164,7 @@ def _at_rung(tables: tuple[int, int], shape: tuple, rule: dict, *, compact: bool
             targets, predictions, lengths, words, capacities=capacities, **rule
         )
 
-    block = _sequences_per_block(tables, shape, rule["background"])
+    block = _sequences_per_block(capacities[:2], shape, rule["background"])
     return functools.partial(in_blocks, run, block=block)
 
 
@@ -213,22 +210,10 @@ def _scratch_per_sequence(tables: tuple, T: int, background: tuple) -> int:
 _SCRATCH_BUDGET = 30 << 20
 
 
-def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationStatistics:
-    """Statistics of a flat batch ``[B, T]`` with segment tables of the smallest capacities of
-    :func:`_table_rungs` that hold every sequence's segments.
-
-    The frame pass runs once, outside the switch: its words give the true segment counts that
-    choose the branch. A mask with a gap (not a prefix) takes the last branch (tables of T
-    rows), which moves the valid frames to the front first (a sort).
-    """
-    T = max(targets.shape[-1], 1)
-    if mask is None:
-        lengths, mask_words = full_lengths(targets), None
-    else:
-        # The branches take the mask as words: a bool mask there would be materialised, an
-        # array of the labels' size in the program's scratch memory (see _SCRATCH_BUDGET).
-        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
-    words = _batch_words(targets, predictions, lengths, rule["background"])
+def _rung_capacities(words: PairWords, T: int, background: tuple):
+    """The capacities (target, prediction, candidates) of each branch of the tables' ladder
+    (:func:`_table_rungs`), the index of the smallest that holds every sequence's segments
+    and candidate matches, and the index of the branch of T rows."""
     ladder = capacity_ladder(T, **_LADDER)
     index = _table_rung(
         ladder,
@@ -237,17 +222,10 @@ def _statistics_by_rung(targets, predictions, mask, rule: dict) -> SegmentationS
             count_set_bits(words.prediction.starts.words), count_set_bits(words.matches.words)
         ),
     )
-    rungs = _table_rungs(ladder)
-    last = len(ladder) - 1  # tables of T rows for both
-    branches = [
-        _at_rung(tables, (targets.shape[0], T), rule, compact=i == last and mask is not None)
-        for i, tables in enumerate(rungs)
-    ]
-    if mask is not None:
-        index = jnp.where(jnp.all(is_prefix), index, last)
-    if len(branches) == 1:
-        return branches[0](targets, predictions, lengths, words, mask_words)
-    return lax.switch(index, branches, targets, predictions, lengths, words, mask_words)
+    # No more candidates than rows of the larger table (a bound on them without background;
+    # with it, _table_rung chooses a rung that holds them).
+    sizes = [(*t, min(max(t), candidate_bound(*t, background))) for t in _table_rungs(ladder)]
+    return sizes, index, len(ladder) - 1
 
 
 def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -269,9 +247,9 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
 def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts) -> jax.Array:
     """Index into :func:`_table_rungs` of the smallest tables that hold every count (under
-    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`). Give the candidate
-    matches' counts with the predictions': a rung holds no more of them than rows of its
-    larger table."""
+    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`).
+    ``prediction_counts`` must cover the candidate matches too: a rung holds no more of them
+    than rows of its larger table."""
     for_targets, for_predictions = rung(ladder, target_counts), rung(ladder, prediction_counts)
     both = jnp.maximum(for_targets, for_predictions)
     last = len(ladder) - 1
@@ -350,22 +328,37 @@ def _statistics_program(targets, predictions, mask, *, capacities, ignore_index,
 
 
 def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
-    """:func:`_statistics_program` of a flat batch ``[B, T]``."""
-    if capacities is None:
-        return _statistics_by_rung(targets, predictions, mask, rule)
+    """:func:`_statistics_program` of a flat batch ``[B, T]``.
+
+    The frame pass runs once, before any branch: its words give the true counts that choose
+    the capacities when they are not given (:func:`_rung_capacities`), and it is the pass
+    that accuracy shares under one ``jax.jit``. A mask with a gap (not a prefix) takes the
+    branch that moves the valid frames to the front first (a sort): at given capacities, a
+    branch of its own; otherwise the last rung (tables of T rows).
+    """
+    T = max(targets.shape[-1], 1)
     if mask is None:
-        lengths = full_lengths(targets)
+        lengths, mask_words = full_lengths(targets), None
     else:
-        (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+        # The branches take the mask as words: a bool mask there would be materialised, an
+        # array of the labels' size in the program's scratch memory (see _SCRATCH_BUDGET).
+        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
-    return in_blocks(
-        functools.partial(_batch_statistics, capacities=capacities, **rule),
-        targets,
-        predictions,
-        lengths,
-        words,
-        block=_sequences_per_block(capacities[:2], targets.shape, rule["background"]),
-    )
+    if capacities is None:
+        sizes, index, compacting = _rung_capacities(words, T, rule["background"])
+    else:
+        sizes, index, compacting = [capacities] * (1 + (mask is not None)), 0, 1
+    if mask is not None:
+        index = jnp.where(jnp.all(is_prefix), index, compacting)
+    shape = (targets.shape[0], T)
+    branches = [
+        _at_capacities(c, shape, rule, compact=mask is not None and i == compacting)
+        for i, c in enumerate(sizes)
+    ]
+    operands = (targets, predictions, lengths, words, mask_words)
+    if len(branches) == 1:
+        return branches[0](*operands)
+    return lax.switch(index, branches, *operands)
 
 
 @renamed_arguments(overlaps="iou_thresholds")

@@ -345,7 +345,8 @@ def background_flags(targets, predictions, background: tuple[int, ...]):
 
 
 def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
-    """Every boundary the segmental metrics need, from the frame pass of a sequence pair."""
+    """Every boundary the segmental metrics need, from the frame passes of a sequence pair
+    (:func:`pair_flags`, and :func:`background_flags` where there is background)."""
     changes_t, changes_p, correct = pair_flags(targets, predictions)
     valid = _valid_words(n, correct.shape[-1])
     first = _frame_bit(0, valid.shape[-1])
