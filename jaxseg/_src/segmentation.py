@@ -31,6 +31,7 @@ from jaxseg._src.segments import (
     mask_summary,
     pair_words,
     segments_from_words,
+    set_bit_count,
     unpack_bits,
 )
 
@@ -217,10 +218,8 @@ def _rung_capacities(words: PairWords, T: int, background: tuple):
     ladder = capacity_ladder(T, **_LADDER)
     index = _table_rung(
         ladder,
-        count_set_bits(words.target.starts.words),
-        jnp.maximum(
-            count_set_bits(words.prediction.starts.words), count_set_bits(words.matches.words)
-        ),
+        set_bit_count(words.target.starts),
+        jnp.maximum(set_bit_count(words.prediction.starts), set_bit_count(words.matches)),
     )
     # No more candidates than rows of the larger table (a bound on them without background;
     # with it, _table_rung chooses a rung that holds them).

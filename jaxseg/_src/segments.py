@@ -241,6 +241,12 @@ def index_bits(words) -> IndexedBits:
     return IndexedBits(words, jnp.pad(running, (0, padding), constant_values=_NEVER))
 
 
+def set_bit_count(bits: IndexedBits) -> jax.Array:
+    """int32 ``[...]``: the number of set bits of ``bits`` (``[..., W]`` words), read from its
+    running popcount."""
+    return bits.running[..., bits.words.shape[-1] - 1]
+
+
 _NEVER = np.iinfo(np.int32).max  # a running count no rank reaches
 
 
@@ -419,10 +425,10 @@ def select_bits(bits: IndexedBits, capacity: int):
     k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
     chunk = max(1, _SELECT_CELLS // max(block, blocks))
     if capacity <= chunk:
-        return frames_of(k), running[n_words - 1]
+        return frames_of(k), set_bit_count(bits)
     steps = -(-capacity // chunk)
     k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
-    return lax.map(frames_of, k).reshape(-1)[:capacity], running[n_words - 1]
+    return lax.map(frames_of, k).reshape(-1)[:capacity], set_bit_count(bits)
 
 
 # Comparison cells one selection may hold at once (see select_bits).
