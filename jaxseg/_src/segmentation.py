@@ -31,7 +31,6 @@ from jaxseg._src.segments import (
     mask_summary,
     pair_words,
     segments_from_words,
-    set_bit_count,
     unpack_bits,
 )
 
@@ -218,8 +217,8 @@ def _rung_capacities(words: PairWords, T: int, background: tuple):
     ladder = capacity_ladder(T, **_LADDER)
     index = _table_rung(
         ladder,
-        set_bit_count(words.target.starts),
-        jnp.maximum(set_bit_count(words.prediction.starts), set_bit_count(words.matches)),
+        words.target.starts.total,
+        jnp.maximum(words.prediction.starts.total, words.matches.total),
     )
     # No more candidates than rows of the larger table (a bound on them without background;
     # with it, _table_rung chooses a rung that holds them).
@@ -346,7 +345,9 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
     if capacities is None:
         sizes, index, compacting = _rung_capacities(words, T, rule["background"])
     else:
-        sizes, index, compacting = [capacities] * (1 + (mask is not None)), 0, 1
+        # One branch for prefix masks, one that compacts masks with gaps.
+        sizes = [capacities] if mask is None else [capacities, capacities]
+        index, compacting = 0, 1
     if mask is not None:
         index = jnp.where(jnp.all(is_prefix), index, compacting)
     shape = (targets.shape[0], T)

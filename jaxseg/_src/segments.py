@@ -219,6 +219,11 @@ class IndexedBits(NamedTuple):
     words: jax.Array
     running: jax.Array
 
+    @property
+    def total(self) -> jax.Array:
+        """int32 ``[...]``: the number of set bits, the running popcount at the last word."""
+        return self.running[..., self.words.shape[-1] - 1]
+
 
 def _search_block(n_words: int) -> int:
     """Words per block of the two-step search of :func:`select_bits` (about sqrt(W) / 2)."""
@@ -239,12 +244,6 @@ def index_bits(words) -> IndexedBits:
     padding = -n_words % _search_block(n_words)
     running = windowed_running_sum(popcount(words).astype(jnp.int32))
     return IndexedBits(words, jnp.pad(running, (0, padding), constant_values=_NEVER))
-
-
-def set_bit_count(bits: IndexedBits) -> jax.Array:
-    """int32 ``[...]``: the number of set bits of ``bits`` (``[..., W]`` words), read from its
-    running popcount."""
-    return bits.running[..., bits.words.shape[-1] - 1]
 
 
 _NEVER = np.iinfo(np.int32).max  # a running count no rank reaches
@@ -425,10 +424,10 @@ def select_bits(bits: IndexedBits, capacity: int):
     k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
     chunk = max(1, _SELECT_CELLS // max(block, blocks))
     if capacity <= chunk:
-        return frames_of(k), set_bit_count(bits)
+        return frames_of(k), bits.total
     steps = -(-capacity // chunk)
     k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
-    return lax.map(frames_of, k).reshape(-1)[:capacity], set_bit_count(bits)
+    return lax.map(frames_of, k).reshape(-1)[:capacity], bits.total
 
 
 # Comparison cells one selection may hold at once (see select_bits).
