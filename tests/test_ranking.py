@@ -239,13 +239,31 @@ def _long_rows(rows):
 @pytest.mark.parametrize("rows", [9, 10, 21, 30])
 def test_long_rows_sorted_in_pieces(rows):
     # On CPU, 10 or more rows of at least 2^14 entries are sorted as independent pieces: up
-    # to 24 for one metric per row, 12 for two. Other backends sort all rows at once.
+    # to 24 for one metric per row, 12 for two.
     x = _long_rows(rows)
-    on_cpu = jax.default_backend() == "cpu"
     for metrics, most in ((1, 24), (2, 12)):
-        blocks = jax.jit(ranking._sort_rows, static_argnums=1)(x, metrics)
-        assert len(blocks) == (min(rows, most) if rows >= 10 and on_cpu else 1)
+        pieces = ranking._cpu_sort_pieces(*x.shape, metrics)
+        assert pieces == (min(rows, most) if rows >= 10 else 1)
+        blocks = jax.jit(ranking._sort_rows, static_argnums=1)(x, pieces)
+        assert len(blocks) == pieces
         np.testing.assert_array_equal(np.concatenate(blocks), np.sort(x, axis=-1))
+    assert ranking._cpu_sort_pieces(rows, x.shape[1] - 1, 1) == 1  # short rows: one sort
+
+
+@pytest.mark.parametrize("rows", [3, 12])
+def test_packed_ranking_equals_the_sort_of_triples(rows):
+    # CPU packs key and label into one word (in pieces of rows from 10 long rows); other
+    # backends sort (validity, key, label) triples: the same values, bit for bit.
+    x = _long_rows(rows)
+    targets, scores, valid = (x % 3 == 0).T, (x % 1000).astype(np.float32).T, (x % 7 > 0).T
+    row_values = (ranking._precision_sum, ranking._calibrated_ap)
+
+    def ranked(rank):
+        run = jax.jit(lambda t, s, v: rank(lambda: (t, s, v), row_values))
+        return run(targets, scores, valid)
+
+    packed, triples = ranked(ranking._rank_packed), ranked(ranking._rank_sorted)
+    jax.tree.map(np.testing.assert_array_equal, packed, triples)
 
 
 # One row per piece (10 rows), and pieces of unequal rows for one and two metrics (30).
@@ -501,8 +519,11 @@ def test_stable_order_is_numpys_stable_argsort(length, key_bits):
         ]
     ).astype(np.uint32)
     keys[:, :1] = 2**key_bits - 1  # the largest key
+    want = np.argsort(keys, axis=-1, kind="stable")
     got = np.asarray(jax.jit(lambda k: ranking.stable_order(k, key_bits=key_bits))(keys))
-    np.testing.assert_array_equal(got, np.argsort(keys, axis=-1, kind="stable"))
+    np.testing.assert_array_equal(got, want)
+    # The other backends' formulation, the same order bit for bit.
+    np.testing.assert_array_equal(np.asarray(jax.jit(ranking._paired_stable_order)(keys)), want)
 
 
 def test_unsigned_keys_keep_the_order_of_score_keys():

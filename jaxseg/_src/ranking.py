@@ -84,18 +84,37 @@ def unsigned_keys(keys: jax.Array) -> jax.Array:
 def stable_order(keys: jax.Array, *, key_bits: int = 32) -> jax.Array:
     """Stable argsort of uint32 ``keys < 2**key_bits`` along the last axis: ``int32[..., N]``.
 
-    XLA's CPU sort is several times faster on one uint32 operand than on a key/value pair, so
-    the index goes into the low ``b = bit_length(N - 1)`` bits of the sorted word. When key and
-    index do not fit in 32 bits, a first sort orders the top ``32 - b`` key bits with the
+    The order of ``lax.sort`` on (key, index) pairs. XLA's CPU sort is several times faster on
+    one uint32 operand than on a pair, so on CPU the index goes into the low bits of the
+    sorted word (:func:`_packed_stable_order`); other backends sort the pairs.
+
+    >>> stable_order(jnp.array([3, 1, 3, 0], jnp.uint32)).tolist()
+    [3, 1, 0, 2]
+    """
+    packed = functools.partial(_packed_stable_order, key_bits=key_bits)
+    return lax.platform_dependent(keys, cpu=packed, default=_paired_stable_order)
+
+
+def _paired_stable_order(keys: jax.Array) -> jax.Array:
+    """:func:`stable_order` by a stable sort of (key, index) pairs."""
+    index = lax.broadcasted_iota(jnp.int32, keys.shape, keys.ndim - 1)
+    return lax.sort((keys, index), num_keys=1, is_stable=True)[1]
+
+
+def _packed_stable_order(keys: jax.Array, *, key_bits: int) -> jax.Array:
+    """:func:`stable_order` by sorts of single uint32 words that hold key bits and the index.
+
+    The index goes into the low ``b = bit_length(N - 1)`` bits of the sorted word. When key
+    and index do not fit in 32 bits, a first sort orders the top ``32 - b`` key bits with the
     index and a second sorts (group of equal top bits, remaining ``d`` key bits, index) in
-    ``2b + d <= 32`` bits: together the exact stable order. Otherwise a key/value sort is used.
+    ``2b + d <= 32`` bits: together the exact stable order. Otherwise the pairs are sorted.
     """
     n = keys.shape[-1]
     index_bits = max(1, (n - 1).bit_length())
     index = lax.broadcasted_iota(jnp.uint32, keys.shape, keys.ndim - 1)
     dropped = max(0, key_bits + index_bits - 32)  # key bits that do not fit next to the index
     if dropped and 2 * index_bits + dropped > 32:
-        return lax.sort((keys, index.astype(jnp.int32)), num_keys=1, is_stable=True)[1]
+        return _paired_stable_order(keys)
     low = jnp.uint32((1 << index_bits) - 1)
     first = jnp.sort(((keys >> dropped) << index_bits) | index, axis=-1)
     order = first & low
@@ -191,24 +210,30 @@ def suffix_max(values: jax.Array, segment_end: jax.Array | None = None) -> jax.A
     return v.reshape(*values.shape[:-1], num_blocks * block)[..., :n]
 
 
-def _sort_rows(x: jax.Array, metrics: int = 1) -> tuple[jax.Array, ...]:
-    """Sorts each row of ``x [R, N]``; returns blocks of consecutive rows, many long rows as
-    up to ``24 / metrics`` independent sorts (``metrics``: values computed per sorted row).
+def _sort_rows(x: jax.Array, pieces: int) -> tuple[jax.Array, ...]:
+    """Sorts each row of ``x [R, N]`` as ``pieces`` independent sorts of consecutive rows;
+    returns the sorted blocks (concatenated where they are used, so that XLA reads them there
+    instead of copying them into one array first)."""
+    bounds = [x.shape[0] * i // pieces for i in range(pieces + 1)]
+    return tuple(jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds))
+
+
+def _cpu_sort_pieces(rows: int, n: int, metrics: int) -> int:
+    """How many independent sorts XLA:CPU makes of ``rows`` rows of ``n`` entries when
+    ``metrics`` values are computed per sorted row: up to ``24 / metrics`` for ten or more
+    long rows, else 1.
 
     XLA:CPU runs independent operations side by side only when more than 8 are ready at once
     (its thunk executor's split threshold), so there one sort of all rows uses one core while
-    ten or more sorts of a few rows each use them all; other backends sort all rows at once.
-    The blocks are concatenated where they are used, so that XLA reads them there instead of
-    copying them into one array first. The number of sorts (one per row for one metric, one
-    per two rows when the work after each sort doubles) was chosen by measurement
-    (``benchmarks/README.md``, ranking section).
+    ten or more sorts of a few rows each use them all. The number of sorts (one per row for
+    one metric, one per two rows when the work after each sort doubles) was chosen by
+    measurement (``benchmarks/README.md``, ranking section); other backends sort all rows at
+    once.
     """
-    rows, n = x.shape
     pieces = min(rows, max(_SORT_PIECES_MIN, _SORT_PIECES // metrics))
-    if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH or jax.default_backend() != "cpu":
-        return (jnp.sort(x, axis=-1),)
-    bounds = [rows * i // pieces for i in range(pieces + 1)]
-    return tuple(jnp.sort(x[a:b], axis=-1) for a, b in itertools.pairwise(bounds))
+    if pieces < _SORT_PIECES_MIN or n < _SORT_PIECE_LENGTH:
+        return 1
+    return pieces
 
 
 class _Ranked(NamedTuple):
@@ -260,34 +285,43 @@ def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
 
     ``rows`` is called inside each branch, so that XLA computes the keys within the branch's
     first pass instead of storing them for the ``cond``, which returns only per-row values.
-
-    Fast path: when every row's valid keys fit in a window of 2^31, key and label are packed
-    into one uint32 and sorted as a single operand (several times faster on CPU than a
-    key/value sort). Otherwise a three-operand sort is used. Both give the same groups and
-    labels.
+    A three-operand sort of (validity, key, label) (:func:`_rank_sorted`); on CPU, where
+    sorting one operand is several times faster, key and label packed into one word
+    (:func:`_rank_packed`). Both give the same groups and labels.
     """
+    packed, general = (functools.partial(f, rows, row_values) for f in (_rank_packed, _rank_sorted))
+    return lax.platform_dependent(cpu=packed, default=general)
+
+
+def _rank_sorted(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
+    """:func:`_rank_grouped` by one sort of (validity, key, label) triples."""
+    keys, positive, valid = _row_keys(rows)
+    invalid = (~valid).astype(jnp.int32)
+    stored = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
+
+    def view(stored):
+        inv, key, pos = stored
+        return _Ranked(key.astype(jnp.uint32), jnp.where(inv == 0, pos, 0), inv == 0)
+
+    return _with_ties((stored,), view, row_values)
+
+
+def _rank_packed(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
+    """:func:`_rank_grouped` by sorts of single uint32 words ``(key - lowest) << 1 | label``,
+    in pieces of rows (:func:`_cpu_sort_pieces`), when every row's valid keys fit in a window
+    of 2^31; otherwise :func:`_rank_sorted`."""
     _, scores, valid = rows()
     lo, fits = _key_window(scores, valid)
 
     def packed():
         keys, positive, valid = _row_keys(rows)
         word = ((unsigned_keys(keys) - lo) << 1) | positive.astype(jnp.uint32)  # < _SENTINEL
-        blocks = _sort_rows(jnp.where(valid, word, jnp.uint32(_SENTINEL)), len(row_values))
+        word = jnp.where(valid, word, jnp.uint32(_SENTINEL))
+        blocks = _sort_rows(word, _cpu_sort_pieces(*word.shape, len(row_values)))
         return _with_ties(blocks, _unpack, row_values)
 
-    def general():
-        keys, positive, valid = _row_keys(rows)
-        invalid = (~valid).astype(jnp.int32)
-        stored = lax.sort((invalid, keys, positive.astype(jnp.int32)), num_keys=3)
-
-        def view(stored):
-            inv, key, pos = stored
-            return _Ranked(key.astype(jnp.uint32), jnp.where(inv == 0, pos, 0), inv == 0)
-
-        return _with_ties((stored,), view, row_values)
-
     # Under vmap, one branch for every example: the general one unless all of them fit.
-    return lax.cond(any_example(~fits), general, packed)
+    return lax.cond(any_example(~fits), lambda: _rank_sorted(rows, row_values), packed)
 
 
 def _with_ties(blocks, view, row_values: tuple[RowValues, ...]) -> tuple:
