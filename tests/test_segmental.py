@@ -601,9 +601,10 @@ def test_many_target_segments():
     assert 0 < tp[-1] < tp[0] and stats.edit_distance[0] == ref.edit_distance(targets, predictions)
 
 
-@pytest.mark.parametrize("words", [1, 2, 3, 28, 31, 32, 40])
+@pytest.mark.parametrize("words", [1, 2, 3, 28, 31, 32, 33, 40, 188, 1024, 1025, 1100])
 def test_multi_word_add_carries_like_integers(words):
-    # Fewer than 32 words: carries from one integer addition; more: a prefix scan.
+    # Up to 32 words: carries from one integer addition; more: groups of 32 words, then
+    # groups of groups (beyond 1024 words).
     rng = np.random.default_rng(words)
     a = rng.integers(0, 1 << 32, (64, words), dtype=np.uint64).astype(np.uint32)
     b = rng.integers(0, 1 << 32, (64, words), dtype=np.uint64).astype(np.uint32)
@@ -622,7 +623,7 @@ def _as_integer(words):
 
 @pytest.mark.parametrize("predicted", [900, 1100])
 def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
-    # The predicted labels are the bit pattern: 29 words (one-word carries) or 35 (the scan).
+    # The predicted labels are the bit pattern: 29 words (one group of carries) or 35 (two).
     rng = np.random.default_rng(predicted)
     target = rng.integers(0, 6, 40).astype(np.int32)
     prediction = rng.integers(0, 6, predicted).astype(np.int32)

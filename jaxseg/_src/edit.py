@@ -4,9 +4,9 @@ The distance is computed with Myers' bit-vector algorithm in Hyyrö's formulatio
 global edit distance, extended to several 32-bit words: the labels of the table of larger
 capacity are the pattern (one bit per segment), and every segment of the other table is one
 step of a dozen word operations. The carries of the addition cross the words by one more
-integer addition over the words' carry flags (fewer than 32 words), or by a parallel prefix
-scan. There is no (segments x segments) matrix, and for the usual case of at most 32
-segments a step is a handful of scalar operations.
+integer addition over the words' carry flags, per group of 32 words and per level of groups.
+There is no (segments x segments) matrix, and for the usual case of at most 32 segments a
+step is a handful of scalar operations.
 
 References:
   Myers, A fast bit-vector algorithm for approximate string matching based on dynamic
@@ -26,39 +26,44 @@ from jaxseg._src.segments import WORD_BITS, Segments, pack_bits
 _ALL_ONES = np.uint32(0xFFFFFFFF)
 
 
-def _carry_out(left, right):
-    """Combine of (generate, propagate) carry pairs, ``left`` the less significant words."""
-    generate_l, propagate_l = left
-    generate_r, propagate_r = right
-    return generate_r | (propagate_r & generate_l), propagate_l & propagate_r
-
-
 def _add(a, b):
     """Multi-word sum ``a + b`` of little-endian uint32 words ``[W]`` (modulo 2^(32 W))."""
     total = a + b
     generate, propagate = total < a, total == _ALL_ONES  # a word's carry out; carry through
-    if a.shape[-1] < WORD_BITS:
-        return total + _carries_in_one_word(generate, propagate)
-    carry, _ = lax.associative_scan(_carry_out, (generate, propagate))
-    carry_in = jnp.concatenate([jnp.zeros((1,), jnp.uint32), carry[:-1].astype(jnp.uint32)])
-    return total + carry_in
+    return total + _carries(generate, propagate)
 
 
-def _carries_in_one_word(generate, propagate):
-    """The carry into each of ``W < 32`` words, from each word's generate and propagate flags.
+def _carries(generate, propagate, carry_in=0):
+    """The carry (uint32 0 or 1) into each of ``W`` words from each word's generate and
+    propagate flags ``[W]`` (never both set: a word that overflowed is not all ones), and
+    ``carry_in`` into word 0.
 
-    Word ``i``'s flags become bit ``i`` of ``g`` and ``p`` (never both set: a word that
-    overflowed is not all ones). Adding ``x = g | p`` and ``g`` as integers carries exactly
-    where the words do (bit ``i``: generate ``x_i & g_i = g_i``, propagate ``x_i ^ g_i = p_i``),
-    so the carries are ``(x + g) ^ x ^ g``: one integer addition instead of a prefix scan over
-    the words (a loop step of the over-segmented benchmark set's edit distances: 18 -> 9
-    kernels).
+    Up to 32 words, word ``i``'s flags become bit ``i`` of ``g`` and ``p``. Adding ``x = g |
+    p``, ``g`` and the carry in as integers carries exactly where the words do (bit ``i``:
+    generate ``x_i & g_i = g_i``, propagate ``x_i ^ g_i = p_i``), so the carries are ``(x + g +
+    carry_in) ^ x ^ g``. More words go in groups of 32: a group generates where its addition
+    overflows and propagates where its sum is all ones, and the carries into the groups come
+    from the same rule one level up. A loop step of the edit distance thus takes a few
+    operations per factor of 32 words, where a parallel prefix scan over the words took
+    several kernels per factor of 2 (each compiled, and launched at every step).
     """
-    lane = jnp.arange(generate.shape[-1], dtype=jnp.uint32)
-    g = jnp.sum(generate.astype(jnp.uint32) << lane, axis=-1, dtype=jnp.uint32)
-    x = g | jnp.sum(propagate.astype(jnp.uint32) << lane, axis=-1, dtype=jnp.uint32)
-    carries = (x + g) ^ x ^ g
-    return (carries[..., None] >> lane) & 1
+    words = generate.shape[-1]
+    width = min(words, WORD_BITS)
+    groups = -(-words // width)
+    pad = groups * width - words
+    lane = jnp.arange(width, dtype=jnp.uint32)
+
+    def as_bits(flags):
+        flags = jnp.pad(flags, (0, pad)).reshape(groups, width)
+        return jnp.sum(flags.astype(jnp.uint32) << lane[None, :], axis=-1, dtype=jnp.uint32)
+
+    g = as_bits(generate)
+    x = g | as_bits(propagate)
+    if groups > 1:
+        total = x + g
+        carry_in = _carries(total < x, total == _ALL_ONES, carry_in)
+    carries = (x + g + carry_in) ^ x ^ g
+    return ((carries[:, None] >> lane[None, :]) & 1).reshape(-1)[:words]
 
 
 def _shift_up(x, low_bit):
