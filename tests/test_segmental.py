@@ -517,10 +517,10 @@ def test_best_pair_of_each_prediction():
     # The group sizes in one test: values of the same shapes, whose operations compile once.
     from jaxseg._src.f1 import _best_flags, _best_of_pairs
 
-    flags = functools.partial(_best_flags, groups=40)
+    flags = _best_flags
     mapped = jax.vmap(flags)
     compiled = jax.jit(mapped)
-    for longest in (1, 2, 4):
+    for longest in (1, 2, 4, 9, 40):
         rng = np.random.default_rng(longest)
         args = _candidate_rows(rng, 24, 40, longest)
         want = np.stack([_group_best_reference(*row) for row in zip(*args)])
