@@ -103,8 +103,10 @@ def _best_in_groups(key, contender, inter, union):
         best = jnp.where(last | (i == rows - 1), running[i], best)
         return best, best
 
-    _, running = lax.scan(forward, jnp.int32(-1), index)
-    _, best = lax.scan(backward, jnp.int32(-1), index, reverse=True)
+    # Derived from the data (not a constant) so the carry varies like it in shard_map.
+    none = (key[0] & 0) - 1
+    _, running = lax.scan(forward, none, index)
+    _, best = lax.scan(backward, none, index, reverse=True)
     return best == index
 
 
