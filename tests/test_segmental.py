@@ -576,7 +576,7 @@ def test_uneven_tables_for_over_segmented_predictions(target_segments, predicted
     targets = np.stack([_with_segments(rng, n_t, T) for n_t, _ in counts])
     predictions = np.stack([_with_segments(rng, n_p, T) for _, n_p in counts])
     ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
-    index = segmentation._table_rung(ladder, *np.transpose(counts))
+    index = segmentation._table_rung(ladder, *np.transpose(counts), np.zeros(len(counts), int))
     assert segmentation._table_rungs(ladder)[int(index)] == tables
     got = segmentation_statistics(targets, predictions, iou_thresholds=OVERLAPS)
     for i, (y, p) in enumerate(zip(targets, predictions)):
@@ -772,21 +772,37 @@ def test_candidates_at_their_bound_do_not_overflow(background):
         assert stats.edit_distance[i] == ref.edit_distance(y, p, background=background)
 
 
-def test_candidates_beyond_both_tables_take_a_larger_rung():
-    # With background the candidates can outnumber both tables (up to S_t + S_p - 1): at
-    # default capacities the rungs hold at most as many candidates as their larger table,
-    # and a batch with more takes the next rung, exact and without overflow.
-    T, period = 3000, 24
-    frames = np.arange(T)
-    # Every predicted segment of label 1 overlaps two target segments of label 1.
-    targets = np.where(frames % period < 16, 1, 0).astype(np.int32)
-    predictions = np.where((frames - period // 2) % period < 16, 1, 0).astype(np.int32)
+def _label_one_between_gaps(period, offset, T=3000):
+    """Label 1 at every frame but one in each ``period`` (background 0 there, at ``offset``)."""
+    return np.where(np.arange(T) % period == offset, 0, 1).astype(np.int32)
+
+
+@pytest.mark.parametrize(
+    "targets, predictions, beyond, tables",
+    [
+        # Every predicted segment overlaps two target segments: 249 candidates for 125 + 125
+        # segments, beyond both tables of 128 rows: the uneven rung, which holds 576.
+        (
+            np.where(np.arange(3000) % 24 < 16, 1, 0).astype(np.int32),
+            np.where((np.arange(3000) - 12) % 24 < 16, 1, 0).astype(np.int32),
+            128,
+            (128, 1024),
+        ),
+        # 100 target and 600 predicted segments cut each other into 700 candidates, more than
+        # the uneven rung holds: the rung of both tables.
+        (_label_one_between_gaps(30, 29), _label_one_between_gaps(5, 2), 576, (1024, 1024)),
+    ],
+)
+def test_candidates_beyond_a_rung_take_a_larger_one(targets, predictions, beyond, tables):
+    # With background the candidates can outnumber the tables' bound without it (up to
+    # S_t + S_p - 1): at default capacities a batch with more than a rung holds takes a
+    # larger rung, exact and without overflow.
     n_y, n_p = (len(ref.segments(x, background=(0,))) for x in (targets, predictions))
     candidates = _agreeing_runs(targets, predictions, (0,))
-    assert max(n_y, n_p) <= 128 < candidates
-    ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
-    index = segmentation._table_rung(ladder, np.array([n_y]), np.array([candidates]))
-    assert segmentation._table_rungs(ladder)[int(index)] == (128, 1024)
+    assert max(n_y, n_p) <= max(tables) and candidates > beyond
+    ladder = segmentation.capacity_ladder(targets.shape[-1], **segmentation._LADDER)
+    index = segmentation._table_rung(ladder, *np.array([[n_y], [n_p], [candidates]]))
+    assert segmentation._table_rungs(ladder)[int(index)] == tables
     stats = segmentation_statistics(
         targets[None], predictions[None], iou_thresholds=OVERLAPS, background=(0,)
     )

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import rows_at_once
+from jaxseg._src.batching import largest, rows_at_once
 from jaxseg._src.capacity import capacity_ladder, in_blocks, rung
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
@@ -210,19 +210,17 @@ def _scratch_per_sequence(tables: tuple, T: int, background: tuple) -> int:
 _SCRATCH_BUDGET = 30 << 20
 
 
-def _rung_capacities(words: PairWords, T: int, background: tuple):
+def _rung_capacities(words: PairWords, T: int):
     """The capacities (target, prediction, candidates) of each branch of the tables' ladder
     (:func:`_table_rungs`), the index of the smallest that holds every sequence's segments
     and candidate matches, and the index of the branch of T rows."""
     ladder = capacity_ladder(T, **_LADDER)
     index = _table_rung(
-        ladder,
-        words.target.starts.total,
-        jnp.maximum(words.prediction.starts.total, words.matches.total),
+        ladder, words.target.starts.total, words.prediction.starts.total, words.matches.total
     )
-    # No more candidates than rows of the larger table (a bound on them without background;
-    # with it, _table_rung chooses a rung that holds them).
-    sizes = [(*t, min(max(t), candidate_bound(*t, background))) for t in _table_rungs(ladder)]
+    # As many candidates as two tables can have without background; with it they can have
+    # more, and _table_rung chooses a rung that holds them.
+    sizes = [(*t, candidate_bound(*t, ())) for t in _table_rungs(ladder)]
     return sizes, index, len(ladder) - 1
 
 
@@ -243,15 +241,22 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     return (*((c, c) for c in ladder), *((ladder[0], c) for c in ladder[1:-1]))
 
 
-def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts) -> jax.Array:
-    """Index into :func:`_table_rungs` of the smallest tables that hold every count (under
-    ``jax.vmap``, of all examples: :func:`~jaxseg._src.capacity.rung`).
-    ``prediction_counts`` must cover the candidate matches too: a rung holds no more of them
-    than rows of its larger table."""
-    for_targets, for_predictions = rung(ladder, target_counts), rung(ladder, prediction_counts)
+def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts, match_counts):
+    """Index into :func:`_table_rungs` of the smallest tables that hold every count, with
+    room for the candidate matches: as many as rows of the larger table on a rung of equal
+    tables, ``(ladder[0] + c) / 2`` on an uneven one (under ``jax.vmap``, the counts of all
+    examples: :func:`~jaxseg._src.capacity.rung`)."""
+    for_targets = rung(ladder, target_counts)
+    for_predictions = rung(ladder, jnp.maximum(prediction_counts, match_counts))
     both = jnp.maximum(for_targets, for_predictions)
     last = len(ladder) - 1
-    uneven = (for_targets == 0) & (for_predictions > 0) & (for_predictions < last)
+    uneven_candidates = jnp.array([(ladder[0] + c) // 2 for c in ladder], jnp.int32)
+    uneven = (
+        (for_targets == 0)
+        & (for_predictions > 0)
+        & (for_predictions < last)
+        & (largest(match_counts) <= uneven_candidates[for_predictions])
+    )
     return jnp.where(uneven, last + for_predictions, both)
 
 
@@ -343,7 +348,7 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
         lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
     words = _batch_words(targets, predictions, lengths, rule["background"])
     if capacities is None:
-        sizes, index, compacting = _rung_capacities(words, T, rule["background"])
+        sizes, index, compacting = _rung_capacities(words, T)
     else:
         # One branch for prefix masks, one that compacts masks with gaps.
         sizes = [capacities] if mask is None else [capacities, capacities]
