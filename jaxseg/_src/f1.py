@@ -162,7 +162,7 @@ def _best_flags(owner, in_use, overlapping, inter, union):
     longer = any_example(same_next[:-1] & same_next[1:])
 
     def general(owner, in_use, overlapping, inter, union):
-        key = jnp.where(in_use, owner, -1 - jnp.arange(owner.shape[-1]))  # unused: alone
+        key = jnp.where(in_use, owner, -1 - jnp.arange(owner.shape[-1]))  # unused: one each
         return _best_in_groups(key, overlapping, inter, union)
 
     args = (owner, in_use, overlapping, inter, union)

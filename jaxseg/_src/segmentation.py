@@ -231,9 +231,10 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
     Predictions split into many more segments than the targets have (a weak model, or one
     without smoothing) are the usual reason for a larger rung: there the target table stays
-    as small as the targets need, and the candidate matches with it (at most (128 + c) / 2
-    without background). Every rung compiles once more, so targets with many more segments
-    than the predictions take the rung of both.
+    as small as the targets need, and the candidate matches with it ((128 + c) / 2 of them;
+    a batch with more, possible with background, takes the rung of both). Every rung
+    compiles once more, so targets with many more segments than the predictions take the
+    rung of both.
 
     >>> _table_rungs((128, 1024, 6000))
     ((128, 128), (1024, 1024), (6000, 6000), (128, 1024))
