@@ -80,34 +80,37 @@ def match_candidates(
     )
 
 
-def _best_in_groups(key, contender, inter, union):
-    """bool ``[M]``: whether each row is the first contender of highest ratio ``inter /
-    union`` among the rows of its group (a run of consecutive rows of equal ``key``), exactly.
+def _best_pairs(owner, candidate, inter, union, groups: int):
+    """Per group (prediction): the first pair of highest ratio ``inter / union``, exactly.
 
-    A scan over the rows keeps the best contender of the current group so far (ratios
-    compared as integer products); a scan back hands each group's best, found at its last
-    row, to all of its rows.
+    Returns the pair index of each group, or the number of pairs for a group without one.
+
+    Ratios are first compared in float32 (rounding is monotone, so the exact maximum has the
+    largest float); where several pairs of a group tie in float32, they are settled with
+    exact integer comparisons against the earliest of them until no pair beats it.
     """
-    rows = key.shape[-1]
-    index = jnp.arange(rows, dtype=jnp.int32)
+    pairs = owner.shape[-1]
+    index = jnp.arange(pairs, dtype=jnp.int32)
+    ratio = jnp.where(candidate, inter.astype(jnp.float32) / union.astype(jnp.float32), -1.0)
+    top = jnp.full((groups,), -1.0, jnp.float32).at[owner].max(ratio)
+    contenders = candidate & (ratio == top[owner])
 
-    def forward(best, i):  # best: the group's best contender before row i, or -1
-        best = jnp.where(key[i] == key[jnp.maximum(i - 1, 0)], best, -1)
-        b = jnp.maximum(best, 0)
-        order = compare_products(inter[i], union[b], inter[b], union[i])
-        best = jnp.where(contender[i] & ((best < 0) | (order > 0)), i, best)
-        return best, best
+    def earliest(contenders):
+        return (
+            jnp.full((groups,), pairs, jnp.int32).at[owner].min(jnp.where(contenders, index, pairs))
+        )
 
-    def backward(best, i):  # best: the best of the group of row i + 1
-        last = key[i] != key[jnp.minimum(i + 1, rows - 1)]
-        best = jnp.where(last | (i == rows - 1), running[i], best)
-        return best, best
+    def keep_better(state):
+        contenders, first, _ = state
+        ref = jnp.minimum(first, pairs - 1)[owner]
+        better = contenders & (compare_products(inter, union[ref], inter[ref], union) > 0)
+        any_better = jnp.zeros((groups,), jnp.bool_).at[owner].max(better)
+        contenders = jnp.where(any_better[owner], better, contenders)
+        return contenders, earliest(contenders), jnp.any(any_better)
 
-    # Derived from the data (not a constant) so the carry varies like it in shard_map.
-    none = (key[0] & 0) - 1
-    _, running = lax.scan(forward, none, index)
-    _, best = lax.scan(backward, none, index, reverse=True)
-    return best == index
+    first = earliest(contenders)
+    tied = jnp.any(contenders & (index != first[owner]))  # usually False: no loop step
+    return lax.while_loop(lambda state: state[2], keep_better, (contenders, first, tied))[1]
 
 
 def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candidates):
@@ -148,13 +151,13 @@ def _best_of_pairs(owner, in_use, overlapping, inter, union):
     return overlapping & ~(same_prev & beaten(-1, False)) & ~(same_next & beaten(1, True))
 
 
-def _best_flags(owner, in_use, overlapping, inter, union):
+def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
     """bool ``[M]``: whether each candidate pair is the best of its prediction's pairs.
 
     MS-TCN compares every prediction with its highest-IoU same-label target (the first on
     ties), so only these pairs can be true positives. Groups of one or two rows, the usual
     case, are settled by comparing neighbours; if any group is longer, every row goes through
-    :func:`_best_in_groups` instead. Under ``vmap`` that choice is one for all sequences
+    :func:`_best_pairs` instead. Under ``vmap`` that choice is one for all sequences
     (:func:`~jaxseg._src.batching.any_example`), so that the rare general case is one branch
     taken for the batch rather than a selection that computes both.
     """
@@ -162,8 +165,8 @@ def _best_flags(owner, in_use, overlapping, inter, union):
     longer = any_example(same_next[:-1] & same_next[1:])
 
     def general(owner, in_use, overlapping, inter, union):
-        key = jnp.where(in_use, owner, -1 - jnp.arange(owner.shape[-1]))  # unused: one each
-        return _best_in_groups(key, overlapping, inter, union)
+        best = _best_pairs(owner, overlapping, inter, union, groups)
+        return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
 
     args = (owner, in_use, overlapping, inter, union)
     return lax.cond(longer, general, _best_of_pairs, *args)
@@ -198,7 +201,14 @@ def match_counts(
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
     """
     overlapping, inter, union = candidate_overlaps(target, prediction, candidates)
-    best = _best_flags(candidates.owner, candidates.in_use, overlapping, inter, union)
+    best = _best_flags(
+        candidates.owner,
+        candidates.in_use,
+        overlapping,
+        inter,
+        union,
+        groups=prediction.labels.shape[-1],
+    )
     numerators = jnp.array([num for num, _ in thresholds], jnp.int32)
     denominators = jnp.array([den for _, den in thresholds], jnp.int32)
     # IoU >= num / den  <=>  inter * den >= num * union (exact on integers).
