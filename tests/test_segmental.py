@@ -576,7 +576,8 @@ def test_uneven_tables_for_over_segmented_predictions(target_segments, predicted
     targets = np.stack([_with_segments(rng, n_t, T) for n_t, _ in counts])
     predictions = np.stack([_with_segments(rng, n_p, T) for _, n_p in counts])
     ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
-    index = segmentation._table_rung(ladder, *np.transpose(counts), np.zeros(len(counts), int))
+    matches = [_agreeing_runs(y, p, ()) for y, p in zip(targets, predictions)]
+    index = segmentation._table_rung(ladder, *np.transpose(counts), np.array(matches))
     assert segmentation._table_rungs(ladder)[int(index)] == tables
     got = segmentation_statistics(targets, predictions, iou_thresholds=OVERLAPS)
     for i, (y, p) in enumerate(zip(targets, predictions)):

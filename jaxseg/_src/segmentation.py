@@ -244,14 +244,14 @@ def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
 def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts, match_counts):
     """Index into :func:`_table_rungs` of the smallest tables that hold every count, with
-    room for the candidate matches: as many as rows of the larger table on a rung of equal
-    tables, ``(ladder[0] + c) / 2`` on an uneven one (under ``jax.vmap``, the counts of all
-    examples: :func:`~jaxseg._src.capacity.rung`)."""
+    room for the candidate matches: as many as two tables can have without background
+    (:func:`~jaxseg._src.f1.candidate_bound`; on a rung of equal tables, their rows) (under
+    ``jax.vmap``, the counts of all examples: :func:`~jaxseg._src.capacity.rung`)."""
     for_targets = rung(ladder, target_counts)
     for_predictions = rung(ladder, jnp.maximum(prediction_counts, match_counts))
     both = jnp.maximum(for_targets, for_predictions)
     last = len(ladder) - 1
-    uneven_candidates = jnp.array([(ladder[0] + c) // 2 for c in ladder], jnp.int32)
+    uneven_candidates = jnp.array([candidate_bound(ladder[0], c, ()) for c in ladder])
     uneven = (
         (for_targets == 0)
         & (for_predictions > 0)
