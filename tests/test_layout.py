@@ -39,3 +39,17 @@ def test_host_modules_are_not_in_the_kernel_folder():
     host = {path.name for path in (_PACKAGE / "_host").glob("*.py")} - {"__init__.py"}
     assert {"evaluator.py", "cli.py", "io_files.py"} <= host
     assert not host & {path.name for path in (_PACKAGE / "_src").glob("*.py")}
+
+
+def test_no_kernel_function_is_longer_than_80_lines():
+    # Counted from ``def`` to the last line, docstring included: a function that needs more is
+    # two functions, or its docstring says more than its Args and Returns need.
+    longest = {
+        f"{path.name}:{node.lineno} {node.name}": node.end_lineno - node.lineno + 1
+        for path in sorted((_PACKAGE / "_src").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    assert longest, "no kernel functions found"
+    too_long = {name: lines for name, lines in longest.items() if lines > 80}
+    assert not too_long, too_long

@@ -7,6 +7,7 @@ predictions by (class, score) and segmented scans, so nothing loops over videos 
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -383,23 +384,15 @@ def detection_average_precision(
       Caba Heilbron et al., "ActivityNet", CVPR 2015 (``Evaluation/eval_detection.py``);
       Everingham et al., "The PASCAL VOC Challenge", IJCV 2010.
 
-    Notes: the anchors order tied scores and tied IoUs arbitrarily (unstable argsort); here ties
-    keep the input order (video, then index) and the lower ground-truth index. IoUs and
-    thresholds are float32, so a tIoU within ~1e-7 of a threshold may be decided differently
-    from float64: a tIoU of exactly 0.3 reaches the threshold 0.30000000000000004 of
-    ``np.linspace(0.1, 0.5, 5)`` here (both are 0.3 in float32), not in ActivityNet.
-    A prediction whose class has no ground truth counts nowhere (ActivityNet raises KeyError).
-    A zero-length prediction has IoU 0 with a zero-length ground truth (0/0), so it never
-    matches it; ActivityNet's ``segment_iou`` gives NaN, which passes its ``tiou < thr`` test
-    and counts as a true positive at every threshold.
-
-    Preconditions (not checked inside jit; ``jaxseg detection`` rejects both): an interval
-    has ``start <= end`` (a box ``x1 <= x2``, ``y1 <= y2``); an inverted one has IoU <= 0
-    with everything and never matches. Labels lie in [0, num_classes); a ground truth or
-    prediction with another label is left out, as if masked.
-
-    Deprecated: the keywords ``gt_boxes``, ``gt_labels``, ``pred_boxes``, ``pred_labels``,
-    ``pred_scores``, ``gt_mask`` and ``pred_mask`` (the names up to 0.1) still work and warn.
+    Notes: ties of scores keep the input order (video, then index), ties of IoU the lower
+    ground-truth index (the anchors' unstable argsort orders them arbitrarily). IoUs and
+    thresholds are float32: a tIoU of exactly 0.3 reaches ``np.linspace(0.1, 0.5, 5)``'s
+    0.30000000000000004 here, not in ActivityNet. A prediction of a class without ground
+    truth counts nowhere (ActivityNet: KeyError). Zero-length prediction and ground truth
+    have IoU 0 here, never a match; ActivityNet's NaN passes ``tiou < thr`` and matches.
+    Not checked inside jit (``jaxseg detection`` rejects both): ordered corners (``start <=
+    end``, ``x1 <= x2``; an inverted box never matches); labels in [0, C) (others are left out).
+    The names up to 0.1 (``gt_boxes``, ``pred_scores``, ``gt_mask``, ...) still work and warn.
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     thresholds = static_iou_thresholds(iou_thresholds)
@@ -410,23 +403,17 @@ def detection_average_precision(
         (predicted_boxes, predicted_labels, scores),
         (target_mask, prediction_mask),
     )
-
-    def one_dataset(gb, gl, gm, pb, pl, ps, pm):
-        matches = match_detections(
-            gb,
-            gl,
-            gm,
-            pb,
-            pl,
-            ps,
-            pm,
-            num_classes=num_classes,
-            thresholds=thresholds,
-            matching=matching,
-        )
-        per_class = class_average_precision(
-            matches, num_classes=num_classes, interpolation=interpolation
-        )
-        return ClassScores(per_class, nanmean_classes(per_class.T).mean)
-
+    options = dict(thresholds=thresholds, matching=matching, interpolation=interpolation)
+    one_dataset = functools.partial(_dataset_average_precision, num_classes=num_classes, **options)
     return batching.lift(one_dataset, tables, DATASET_NDIMS)
+
+
+def _dataset_average_precision(*tables, num_classes, thresholds, matching, interpolation):
+    """:func:`detection_average_precision` of one dataset's checked ``tables``."""
+    matches = match_detections(
+        *tables, num_classes=num_classes, thresholds=thresholds, matching=matching
+    )
+    per_class = class_average_precision(
+        matches, num_classes=num_classes, interpolation=interpolation
+    )
+    return ClassScores(per_class, nanmean_classes(per_class.T).mean)

@@ -114,8 +114,7 @@ def soft_edit_loss(
 ) -> jax.Array:
     r"""Soft segmental edit distance between frame-wise class probabilities and labels.
 
-    A smoothed version of the MS-TCN edit distance between the segments of the prediction and
-    of the labels, computed on frames without decoding the prediction. With
+    MS-TCN's edit distance of segments, smoothed and computed on frames (no decoding). With
     :math:`p_t = \mathrm{softmax}(\text{logits}_t)` and :math:`p_{-1} = 0`, a soft
     "class-:math:`c` segment starts at :math:`t`" is
     :math:`u_t(c) = \max(p_t(c) - p_{t-1}(c), 0)` for :math:`c \notin` background, and
@@ -134,40 +133,30 @@ def soft_edit_loss(
     Args:
       logits: float ``[..., T, C]`` unnormalised scores (softmax inside, in float32).
       labels: integer ``[..., T]`` frame labels in ``[0, C)``.
-      mask: optional bool ``[..., T]``, True = valid frame; masked frames are removed first and
-        get exactly zero gradient.
+      mask: optional bool ``[..., T]``, True = valid frame; others are removed (zero gradient).
       background: static tuple of labels that form no segment.
-      gamma: float scalar > 0, the temperature; may be traced (annealing does not recompile);
-        a concrete value ≤ 0 raises ``ValueError``.
-        Keep ``gamma <= 1 / log(T / M)``: larger values bias the value strongly negative and
-        can flip the gradient's sign at true starts. Default 0.1.
+      gamma: float scalar > 0, the temperature (may be traced: annealing does not
+        recompile); default 0.1. Keep ``gamma <= 1 / log(T / M)``: larger values bias the
+        value strongly negative and can flip the gradient's sign at true starts.
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
-        each call runs the DP at the smallest of a few static capacities (32, 256, 2048, ...,
-        ``T``) that holds the batch's label segments, so it costs what the labels need and
-        never truncates. The compiled program reserves the worst case's scratch memory
-        (sequences one at a time there: about 3.5 GB at T = 6000), which only a batch that
-        needs it touches; under ``jax.vmap`` one capacity serves all mapped sequences. With
-        ``backward="autodiff"`` in reverse mode every capacity is evaluated: give
-        ``max_segments`` there (the DP costs ``T / stride + max_segments`` steps).
-      stride: static int ≥ 1. With ``stride > 1`` the DP runs over windows of ``stride``
-        frames (``stride`` times fewer sequential steps): a window's soft starts are summed,
-        ``s_w = Σ_{t∈w} s_t`` and ``U_w(c) = Σ_{t∈w} u_t(c)``, and the match cost becomes
-        ``max(s_w, 1) − min(U_w(y_k), 1)``. Exact (on one-hot inputs, γ → 0) when every
-        window holds at most one start of the prediction and of the labels; shorter
-        segments are approximated (several correct starts in one window count as one
-        match plus deletions). Default 1 (the frame-level recursion above).
+        each call runs at the smallest of a few static capacities (32, 256, 2048, ..., ``T``)
+        that holds the batch's label segments, never truncating; the worst case's scratch
+        memory (3.5 GB at T = 6000) is touched only by a batch that needs it. Reverse-mode
+        ``backward="autodiff"`` evaluates every capacity: give ``max_segments`` there.
+      stride: static int ≥ 1: the DP runs over windows of ``stride`` frames (that many times
+        fewer sequential steps) with summed soft starts ``s_w = Σ_{t∈w} s_t``, ``U_w(c) =
+        Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
+        γ → 0) when no window holds two starts of a side. Default 1 (the recursion above).
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
-      ignore_index: optional static int: frames whose label equals it are removed like
-        masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
-        on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
-        that sequence's loss NaN (with zero gradient).
+      ignore_index: optional static int: frames of this label are removed like masked ones
+        (PyTorch's -100). Another label outside ``[0, C)`` on a valid frame raises
+        ``ValueError`` if the labels are concrete, else makes the loss NaN (zero gradient).
 
     Returns:
-      float32 ``[...]``, one loss per sequence, ≥ 0 up to the entropic bias (about
-      ``-γ log 3`` per DP step at worst); NaN where the labels have more segments than
-      ``max_segments`` or a valid label lies outside ``[0, C)``. A sequence without valid
-      frames has loss 0.
+      float32 ``[...]``, one loss per sequence, ≥ 0 up to the entropic bias (at worst about
+      ``-γ log 3`` per DP step); NaN where the labels have more segments than
+      ``max_segments`` or a label is out of range; 0 for a sequence without valid frames.
 
     >>> logits = 20.0 * jax.nn.one_hot(jnp.array([1, 1, 2, 1, 1]), 3)
     >>> labels = jnp.array([1, 1, 1, 1, 1])

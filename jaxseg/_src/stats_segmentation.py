@@ -504,12 +504,27 @@ def segmentation_comparison(
     if (class_stats_a is None) != (class_stats_b is None):
         raise ValueError("class_stats_a and class_stats_b must be given together.")
     _check_same_videos(statistics_a, statistics_b)
-    a = _on_device(statistics_a, class_stats_a)
-    b = _on_device(statistics_b, class_stats_b)
-    bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
     values_a = dataset_metrics(statistics_a, class_stats=class_stats_a)
     values_b = dataset_metrics(statistics_b, class_stats=class_stats_b)
     difference = jax.tree_util.tree_map(np.subtract, values_a, values_b)
+    paired, permuted = _paired_draws(
+        _on_device(statistics_a, class_stats_a),
+        _on_device(statistics_b, class_stats_b),
+        seed=seed,
+        num_samples=num_samples,
+        confidence=confidence,
+        alternative=alternative,
+        strata=strata,
+    )
+    lower, upper = _around(paired.lower, paired.upper, difference)
+    columns = (values_a, values_b, difference, lower, upper, paired.p_value, permuted.p_value)
+    return _comparison_table(tuple(iou_thresholds), columns)
+
+
+def _paired_draws(a, b, *, seed, num_samples, confidence, alternative, strata):
+    """The paired bootstrap test and the permutation test of every metric of
+    :func:`segmentation_comparison`, from one seed."""
+    bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
     paired = _paired_bootstrap_test(
         a,
         b,
@@ -523,25 +538,22 @@ def segmentation_comparison(
     permuted = _permutation_test(
         a, b, _all_metrics, key=permutation_key, num_samples=num_samples, alternative=alternative
     )
-    lower, upper = _around(paired.lower, paired.upper, difference)
-    fields = ("a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value")
+    return paired, permuted
+
+
+_COMPARISON_FIELDS = ("a", "b", "difference", "lower", "upper", "p_value", "permutation_p_value")
+
+
+def _comparison_table(iou_thresholds: tuple, columns: tuple) -> dict:
+    """:func:`segmentation_comparison`'s dict from its columns (each a metrics tree):
+    a dict of Python floats per metric, a ``[C, 7]`` array for ``class_accuracy``."""
 
     def leaf(*values):
-        return dict(zip(fields, (float(v) for v in values), strict=True))
+        return dict(zip(_COMPARISON_FIELDS, (float(v) for v in values), strict=True))
 
-    out = _by_metric(
-        tuple(iou_thresholds),
-        leaf,
-        values_a,
-        values_b,
-        difference,
-        lower,
-        upper,
-        paired.p_value,
-        permuted.p_value,
-    )
+    out = _by_metric(iou_thresholds, leaf, *columns)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(
-            [[row[f] for f in fields] for row in out["class_accuracy"]], np.float64
+            [[row[f] for f in _COMPARISON_FIELDS] for row in out["class_accuracy"]], np.float64
         )
     return out

@@ -187,36 +187,31 @@ def segmentation(
 ) -> Accumulator:
     """Accumulator of the MS-TCN dataset metrics: accuracy, edit and segmental P/R/F1@tau.
 
-    The dataset values are those of MS-TCN's ``eval.py``: accuracy pools frames over all
-    videos, edit is the mean of per-video edit scores (:func:`jaxseg.metrics.edit_score`),
-    and precision, recall and F1 come from TP/FP/FN summed over videos (0 when 0/0). Rows
-    whose mask is all False are padding and change nothing.
+    As MS-TCN's ``eval.py``: accuracy pools frames over all videos, edit is the mean of
+    per-video edit scores (:func:`jaxseg.metrics.edit_score`), precision, recall and F1
+    come from TP/FP/FN summed over videos. Rows whose mask is all False change nothing.
 
     Args:
       iou_thresholds: static IoU thresholds (see :func:`jaxseg.metrics.segmental_counts`).
       background: static tuple of labels that form no segment.
-      num_classes: optional static C; if given, ``compute`` also returns the frame-level
-        metrics of :func:`frame_metrics`: ``class_accuracy``, ``mean_class_accuracy``,
-        ``confusion`` and ``frame_precision``/``frame_recall``/``frame_f1`` (labels must then
-        lie in ``[0, C)``).
-      max_target_segments: static capacity of target segment tables (``None``: T).
-      max_predicted_segments: static capacity of predicted segment tables (``None``: T).
+      num_classes: optional static C (labels then in ``[0, C)``): ``compute`` also returns
+        :func:`frame_metrics`' ``class_accuracy``, ``mean_class_accuracy``, ``confusion``
+        and ``frame_precision``/``frame_recall``/``frame_f1``.
+      max_target_segments, max_predicted_segments: static memory bounds of the segment
+        tables, as in :func:`jaxseg.metrics.segmental_counts` (``None``: what a batch needs).
       legacy_asformer_end: static; reproduce ASFormer's last-segment end (F1 only).
       ignore_index: optional static int: frames whose target equals it are removed like
         masked ones before anything is counted (as in :func:`jaxseg.metrics.edit_score`).
 
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
-      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``), and the
-      exact counts ``videos``, ``frames``, ``tp``/``fp``/``fn`` (``[K]``, summed over videos)
-      and ``overflow`` (videos whose segment tables overflowed; when it is not 0, ``edit``
-      and the segmental scores are NaN). Scores are fractions in [0, 1]; with no data they
-      are NaN (accuracy, edit) or 0 (segmental scores). Counts are int32 (int64 with
-      ``jax_enable_x64``) and exact: a count int32 cannot hold (2**31 frames or more) is -1,
-      never a rounded value, and ``jaxseg.streaming.to_int(state.frames)`` reads it exactly
-      on the host. A jitted ``compute`` cannot return float64 without ``jax_enable_x64``;
-      for float64 scores divide the exact counts on the host (``correct`` and ``edit_sum``
-      are in the state: ``to_int(state.correct) / to_int(state.frames)``).
+      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``; in [0, 1],
+      with no data NaN (accuracy, edit) or 0), and the exact counts ``videos``, ``frames``,
+      ``tp``/``fp``/``fn`` (``[K]``, summed over videos) and ``overflow`` (videos whose
+      segment tables overflowed; then ``edit`` and the segmental scores are NaN). Counts are
+      int32 (int64 with ``jax_enable_x64``): one int32 cannot hold is -1, never rounded;
+      ``jaxseg.streaming.to_int`` reads the state's counts exactly on the host, where float64
+      scores follow (``to_int(state.correct) / to_int(state.frames)``).
 
     >>> acc = segmentation(iou_thresholds=(0.5,), background=(0,))
     >>> state = acc.init()
@@ -246,10 +241,7 @@ def segmentation(
 
     def update(state, targets, predictions, *, mask=None):
         if ignore_index is not None:
-            targets, predictions = checks.label_pair(targets, predictions)
-            mask = checks.without_ignored(
-                targets, checks.as_mask(mask, targets.shape), ignore_index
-            )
+            targets, predictions, mask = _without_ignored(targets, predictions, mask, ignore_index)
         stats = segmentation_statistics(targets, predictions, mask=mask, **options)
         frame = state.frame
         if frames_acc is not None:
@@ -258,12 +250,26 @@ def segmentation(
 
     def compute(state):
         results = _segmentation_results(state)
-        if frames_acc is not None:
-            frame = frames_acc.compute(state.frame)
-            for key in ("class_accuracy", "mean_class_accuracy", "confusion", "out_of_range"):
-                results[key] = frame[key]
-            for key in SCORES:
-                results[f"frame_{key}"] = frame[key]
-        return results
+        if frames_acc is None:
+            return results
+        return {**results, **_frame_results(frames_acc.compute(state.frame))}
 
     return Accumulator(init, update, merge_states, compute)
+
+
+def _without_ignored(targets, predictions, mask, ignore_index: int):
+    """The checked labels and the mask without the frames whose target is ``ignore_index``
+    (removed before the frame metrics too)."""
+    targets, predictions = checks.label_pair(targets, predictions)
+    mask = checks.as_mask(mask, targets.shape)
+    return targets, predictions, checks.without_ignored(targets, mask, ignore_index)
+
+
+def _frame_results(frame: dict) -> dict:
+    """The frame-level results :func:`segmentation` adds with ``num_classes``, by their names
+    there (the frame scores prefixed ``frame_``)."""
+    kept = ("class_accuracy", "mean_class_accuracy", "confusion", "out_of_range")
+    return {
+        **{key: frame[key] for key in kept},
+        **{f"frame_{key}": frame[key] for key in SCORES},
+    }

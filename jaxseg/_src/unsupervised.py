@@ -360,11 +360,10 @@ def global_hungarian_scores(
     the last, k is ``segments_per_video`` and V the number of videos.
 
     With ``exclude_background=True`` (CTE's ``opt.bg``), target label -1 is background: its
-    row and
-    the column of cluster -1 are zeroed, the cell (-1, -1) is set to ``size * max(table)`` so
-    that background matches cluster -1, and background frames leave the denominators and F1;
-    ``mof_bg``/``iou_bg`` put its term back in the numerator (``iou_bg`` keeps ``iou``'s
-    denominator, as CTE does, so it can exceed 1).
+    row and the column of cluster -1 are zeroed, the cell (-1, -1) is set to ``size *
+    max(table)`` so that background matches cluster -1, and background frames leave the
+    denominators and F1; ``mof_bg``/``iou_bg`` put its term back in the numerator
+    (``iou_bg`` keeps ``iou``'s denominator, as CTE does, so it can exceed 1).
 
     Args:
       targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``, -1 = background.
@@ -375,15 +374,14 @@ def global_hungarian_scores(
       exclude_background: static; CTE's background handling (see above).
       segments_per_video: CTE's K in F1's precision (the number of clusters the method was
         asked for); int or int scalar array; default ``num_clusters``.
-      f1: static; also compute F1 (its runs cost several times the table on CPU: ~0.2 s
-        against ~0.04 s for ten million padded frames).
+      f1: static; also compute F1 (its runs cost several times the table).
 
     Returns:
       dict of float32 scalars ``mof``, ``mof_bg``, ``iou``, ``iou_bg``, ``f1``,
       ``precision``, ``recall`` (the last three only with ``f1``; fractions; NaN where a
-      denominator is 0), and int32
-      ``cluster_class [K+1]`` and ``class_cluster [C+1]``: entry ``i`` belongs to label
-      ``i - 1`` and holds the matched label plus one (0 = cluster/class -1, -1 = none).
+      denominator is 0), and int32 ``cluster_class [K+1]`` and ``class_cluster [C+1]``:
+      entry ``i`` belongs to label ``i - 1`` and holds the matched label plus one (0 =
+      cluster/class -1, -1 = none).
 
     >>> r = global_hungarian_scores([[0, 0, 1, 1]], [[3, 3, 2, 2]], num_classes=2,
     ...                             num_clusters=4)
@@ -392,12 +390,11 @@ def global_hungarian_scores(
 
     Differences from the reference (``ute`` at 2fd98b4): F1 is the deterministic limit of
     CTE's sampling (expected correct samples per run; CTE's mean F1 of 50 random draws
-    scatters around it); ``exclude_background=True`` without background frames acts
-    like ``exclude_background=False`` (CTE raises ``KeyError``); 0/0 gives NaN. Kept as in
-    CTE: without
-    a prediction -1 the last column's cluster loses its match (its frames keep their own id
-    in F1); F1's runs cross video boundaries and the last run is dropped (F1 is NaN with
-    fewer than two runs: CTE raises); ties are broken as scipy breaks them.
+    scatters around it); ``exclude_background=True`` without background frames acts like
+    ``exclude_background=False`` (CTE raises ``KeyError``); 0/0 gives NaN. Kept as in CTE:
+    without a prediction -1 the last column's cluster loses its match (its frames keep their
+    own id in F1); F1's runs cross video boundaries and the last run is dropped (F1 is NaN
+    with fewer than two runs: CTE raises); ties are broken as scipy breaks them.
 
     References:
       Kukleva et al., Unsupervised learning of action classes with continuous temporal
