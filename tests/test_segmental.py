@@ -474,9 +474,24 @@ def test_float32_tie_is_settled_exactly():
         jnp.array([0, 0], jnp.int32), jnp.array([0, 1], jnp.int32), jnp.ones(2, bool), 2
     )
     counts = match_counts(
-        table([0, half], [half, union]), table([0], [union]), candidates, ((1, 2),)
+        table([0, half], [half, union]), table([0], [union]), candidates, ((1, 2),), frames=union
     )
     assert [int(c[0]) for c in counts] == [1, 0, 1]
+
+
+@pytest.mark.parametrize("bound", [1, 7, 46340, 46341, 1 << 20, (1 << 31) - 1])
+def test_products_below_a_bound_compare_as_the_exact_products(bound):
+    # Under a bound whose square is below 2**31 the products are int32 multiplications,
+    # above it two-word products: the same signs as exact integers, the bound itself included.
+    from jaxseg._src.numerics import compare_products
+
+    rng = np.random.default_rng(bound % 1000)
+    a, b, c, d = rng.integers(0, bound + 1, (4, 2000), dtype=np.int64)
+    a[:4], b[:4], c[:4], d[:4] = [bound, bound, 0, 1], [bound, 1, 0, bound], [bound] * 4, [1] * 4
+    want = np.sign(a * b - c * d)  # int64: exact below 2**62
+    args = [jnp.asarray(x, jnp.int32) for x in (a, b, c, d)]
+    np.testing.assert_array_equal(compare_products(*args, bound=bound), want)
+    np.testing.assert_array_equal(compare_products(*args), want)
 
 
 def _group_best_reference(owner, in_use, overlapping, inter, union):

@@ -15,6 +15,7 @@ IoUs compared exactly as integer ratios; the distinct targets are counted as bit
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -133,25 +134,27 @@ def _neighbour(x, step: int, fill):
     return jnp.pad(x[..., :-1], [*pad, (1, 0)], constant_values=fill)
 
 
-def _best_of_pairs(owner, in_use, overlapping, inter, union):
+def _best_of_pairs(owner, in_use, overlapping, inter, union, *, bound=None):
     """Whether each pair ``[..., M]`` is the best of its group, for groups of at most two rows.
 
     A row is its group's best when no earlier row of the group has an IoU at least as high
-    and no later row a higher one (the first wins ties), compared exactly as integer ratios.
+    and no later row a higher one (the first wins ties), compared exactly as integer ratios
+    (``bound``: static, optional, the largest intersection or union, see
+    :func:`~jaxseg._src.numerics.compare_products`).
     """
     same_next = in_use & _neighbour(in_use, 1, False) & (owner == _neighbour(owner, 1, -1))
     same_prev = _neighbour(same_next, -1, False)
 
     def beaten(step, strict):
         order = compare_products(
-            _neighbour(inter, step, 0), union, inter, _neighbour(union, step, 1)
+            _neighbour(inter, step, 0), union, inter, _neighbour(union, step, 1), bound=bound
         )
         return _neighbour(overlapping, step, False) & ((order > 0) if strict else (order >= 0))
 
     return overlapping & ~(same_prev & beaten(-1, False)) & ~(same_next & beaten(1, True))
 
 
-def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
+def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int, bound=None):
     """bool ``[M]``: whether each candidate pair is the best of its prediction's pairs.
 
     MS-TCN compares every prediction with its highest-IoU same-label target (the first on
@@ -159,7 +162,8 @@ def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
     case, are settled by comparing neighbours; if any group is longer, every row goes through
     :func:`_best_pairs` instead. Under ``vmap`` that choice is one for all sequences
     (:func:`~jaxseg._src.batching.any_example`), so that the rare general case is one branch
-    taken for the batch rather than a selection that computes both.
+    taken for the batch rather than a selection that computes both. ``bound`` as in
+    :func:`_best_of_pairs`.
     """
     same_next = in_use[:-1] & in_use[1:] & (owner[:-1] == owner[1:])
     longer = any_example(same_next[:-1] & same_next[1:])
@@ -169,7 +173,7 @@ def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int):
         return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
 
     args = (owner, in_use, overlapping, inter, union)
-    return lax.cond(longer, general, _best_of_pairs, *args)
+    return lax.cond(longer, general, functools.partial(_best_of_pairs, bound=bound), *args)
 
 
 def distinct_count(index, chosen, size: int):
@@ -192,14 +196,18 @@ def distinct_count(index, chosen, size: int):
 
 
 def match_counts(
-    target: Segments, prediction: Segments, candidates: Candidates, thresholds
+    target: Segments, prediction: Segments, candidates: Candidates, thresholds, *, frames: int
 ) -> tuple[jax.Array, ...]:
     """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
 
     A pair that is its prediction's best match and reaches ``tau`` is a TP unless its target
     was taken by an earlier prediction: TP is the number of distinct targets of such pairs.
-    ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``.
+    ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``;
+    ``frames`` (static) bounds every segment's length.
     """
+    # Intersections and unions take at most ``frames``: with the denominators, the bound
+    # under which their products are compared as int32 products.
+    bound = max(frames, *(den for _, den in thresholds))
     overlapping, inter, union = candidate_overlaps(target, prediction, candidates)
     best = _best_flags(
         candidates.owner,
@@ -208,12 +216,15 @@ def match_counts(
         inter,
         union,
         groups=prediction.labels.shape[-1],
+        bound=bound,
     )
     numerators = jnp.array([num for num, _ in thresholds], jnp.int32)
     denominators = jnp.array([den for _, den in thresholds], jnp.int32)
     # IoU >= num / den  <=>  inter * den >= num * union (exact on integers).
     meets = (
-        compare_products(inter[:, None], denominators[None, :], numerators[None, :], union[:, None])
+        compare_products(
+            inter[:, None], denominators[None, :], numerators[None, :], union[:, None], bound=bound
+        )
         >= 0
     )
     tp = distinct_count(candidates.other, best[:, None] & meets, target.labels.shape[-1])

@@ -8,6 +8,7 @@ from jax import lax
 _BLOCK = 64  # entries summed by one triangular matrix product
 _WINDOW = 16  # entries summed by one windowed reduction
 _EXACT_FLOAT32 = 1 << 24  # float32 holds every integer below this
+_INT32_LIMIT = 1 << 31
 # Float matrix products ask for it: at the default precision XLA:GPU may round float32
 # operands to TF32 (11 significant bits), which changes counts and losses.
 FULL_PRECISION = lax.Precision.HIGHEST
@@ -48,12 +49,22 @@ def _mul_wide(a, b):
     return high, low_new
 
 
-def compare_products(a, b, c, d):
+def compare_products(a, b, c, d, *, bound: int | None = None):
     """Sign of ``a*b - c*d`` (-1, 0 or 1) for non-negative int32 arrays, computed exactly.
+
+    Args:
+      a, b, c, d: non-negative int32 arrays (broadcast together).
+      bound: static, optional: no operand exceeds it. Products that cannot reach 2**31 are
+        compared as int32 products; otherwise (and without a bound) as 64-bit products in two
+        uint32 words.
 
     >>> int(compare_products(46341, 46341, 46340, 46342))
     1
+    >>> int(compare_products(3, 4, 2, 6, bound=6))
+    0
     """
+    if bound is not None and bound * bound < _INT32_LIMIT:
+        return jnp.sign(jnp.asarray(a) * b - jnp.asarray(c) * d).astype(jnp.int32)
     ab_hi, ab_lo = _mul_wide(a, b)
     cd_hi, cd_lo = _mul_wide(c, d)
     greater = (ab_hi > cd_hi) | ((ab_hi == cd_hi) & (ab_lo > cd_lo))

@@ -24,6 +24,7 @@ from jaxseg._src.f1 import (
 from jaxseg._src.numerics import count_set_bits, precision_recall_f1
 from jaxseg._src.programs import one_program
 from jaxseg._src.segments import (
+    WORD_BITS,
     PairWords,
     Segments,
     compact_batch,
@@ -114,7 +115,8 @@ def statistics_from_tables(
         tp = fp = fn = jnp.zeros((0,), jnp.int32)
     else:
         overflow = overflow | (candidates.count > candidates.owner.shape[-1])
-        tp, fp, fn = match_counts(target, prediction, candidates, thresholds)
+        frames = words.correct.shape[-1] * WORD_BITS
+        tp, fp, fn = match_counts(target, prediction, candidates, thresholds, frames=frames)
     correct = count_set_bits(words.correct)
     return SegmentationStatistics(
         n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
