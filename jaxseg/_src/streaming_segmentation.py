@@ -205,11 +205,11 @@ def segmentation(
 
     Returns:
       An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
-      ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (float32 ``[K]``; in [0, 1],
-      with no data NaN (accuracy, edit) or 0), and the exact counts ``videos``, ``frames``,
-      ``tp``/``fp``/``fn`` (``[K]``, summed over videos) and ``overflow`` (videos whose
-      segment tables overflowed; then ``edit`` and the segmental scores are NaN). Counts are
-      int32 (int64 with ``jax_enable_x64``): one int32 cannot hold is -1, never rounded;
+      ``accuracy``, ``edit`` (NaN without data), ``precision``/``recall``/``f1`` (float32
+      ``[K]``, 0 where 0/0), and the exact counts ``videos``, ``frames``, ``tp``/``fp``/``fn``
+      (``[K]``, summed over videos) and ``overflow`` (videos whose segment tables overflowed;
+      then ``edit`` and the segmental scores are NaN). Counts are int32 (int64 with
+      ``jax_enable_x64``); a count past int32 is -1, never rounded, and
       ``jaxseg.streaming.to_int`` reads the state's counts exactly on the host, where float64
       scores follow (``to_int(state.correct) / to_int(state.frames)``).
 
