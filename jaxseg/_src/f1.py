@@ -81,8 +81,9 @@ def match_candidates(
     )
 
 
-def _best_pairs(owner, candidate, inter, union, groups: int):
-    """Per group (prediction): the first pair of highest ratio ``inter / union``, exactly.
+def _best_pairs(owner, candidate, inter, union, groups: int, bound=None):
+    """Per group (prediction): the first pair of highest ratio ``inter / union``, exactly
+    (``bound`` as in :func:`_best_of_pairs`).
 
     Returns the pair index of each group, or the number of pairs for a group without one.
 
@@ -104,7 +105,8 @@ def _best_pairs(owner, candidate, inter, union, groups: int):
     def keep_better(state):
         contenders, first, _ = state
         ref = jnp.minimum(first, pairs - 1)[owner]
-        better = contenders & (compare_products(inter, union[ref], inter[ref], union) > 0)
+        order = compare_products(inter, union[ref], inter[ref], union, bound=bound)
+        better = contenders & (order > 0)
         any_better = jnp.zeros((groups,), jnp.bool_).at[owner].max(better)
         contenders = jnp.where(any_better[owner], better, contenders)
         return contenders, earliest(contenders), jnp.any(any_better)
@@ -169,7 +171,7 @@ def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int, bound=
     longer = any_example(same_next[:-1] & same_next[1:])
 
     def general(owner, in_use, overlapping, inter, union):
-        best = _best_pairs(owner, overlapping, inter, union, groups)
+        best = _best_pairs(owner, overlapping, inter, union, groups, bound)
         return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
 
     args = (owner, in_use, overlapping, inter, union)

@@ -135,9 +135,9 @@ def soft_edit_loss(
       labels: integer ``[..., T]`` frame labels in ``[0, C)``.
       mask: optional bool ``[..., T]``, True = valid frame; others are removed (zero gradient).
       background: static tuple of labels that form no segment.
-      gamma: float scalar > 0, the temperature (may be traced: annealing does not
-        recompile); default 0.1. Keep ``gamma <= 1 / log(T / M)``: larger values bias the
-        value strongly negative and can flip the gradient's sign at true starts.
+      gamma: float scalar > 0, the temperature (a concrete value <= 0 raises ``ValueError``;
+        traced, annealing does not recompile); default 0.1. Keep ``gamma <= 1 / log(T / M)``:
+        larger values bias the value negative and can flip the gradient's sign at true starts.
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
         each call runs at the smallest of a few static capacities (32, 256, 2048, ..., ``T``)
