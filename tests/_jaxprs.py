@@ -41,6 +41,20 @@ def unconditional_primitives(closed_jaxpr) -> set[str]:
     return names
 
 
+def primitives(closed_jaxpr) -> set[str]:
+    """The names of every primitive of a jaxpr, in branches and nested calls too."""
+    names = set()
+
+    def walk(jaxpr):
+        for eqn in jaxpr.eqns:
+            names.add(eqn.primitive.name)
+            for inner in jaxprs_in_params(eqn.params):
+                walk(inner)
+
+    walk(closed_jaxpr.jaxpr)
+    return names
+
+
 def float_products(closed_jaxpr) -> list:
     """The ``precision`` of every ``dot_general`` with floating operands in a jaxpr, nested
     ones included (``None`` where the default applies: TF32 on some GPUs)."""

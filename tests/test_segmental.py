@@ -9,16 +9,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _jaxprs import branch_counts
 from _videos import pad_batch, pad_rows, video_specs
 from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
 from jaxseg import segments as jseg
-from jaxseg._src import edit, segmentation
+from jaxseg._src import edit
 from jaxseg._src.f1 import candidate_bound
-from jaxseg._src.segmentation import segmentation_statistics
+from jaxseg._src.segmentation import (
+    segmentation_statistics,
+    static_arguments,
+    statistics_from_tables,
+    tables_from_words,
+)
+from jaxseg._src.segments import pair_words
 
 # Exact simple fractions, including 1/3 (a repeating binary fraction) and 1.
 OVERLAPS = (0.1, 0.25, 1 / 3, 0.5, 1.0)
@@ -454,29 +459,64 @@ def _row_all(stats):
     return [jax.tree.map(lambda x, i=i: x[i], stats) for i in range(BATCH)]
 
 
+@functools.partial(jax.jit, static_argnames=("background", "legacy"))
+def _table_statistics(targets, predictions, lengths, *, background, legacy):
+    """The Evaluator's statistics of prefix rows: segment tables and their candidates."""
+    T = targets.shape[-1]
+    static = static_arguments(T, OVERLAPS, background, None, None, legacy)
+    capacities = dict(target_capacity=T, prediction_capacity=T, candidate_capacity=T)
+
+    def one(t, p, n):
+        words = pair_words(t, p, n, background)
+        tables = tables_from_words(t, p, n, words, **capacities, contiguous=not background)
+        return statistics_from_tables(
+            n, words, *tables, thresholds=static["thresholds"], legacy_asformer_end=legacy
+        )
+
+    return jax.vmap(one)(targets, predictions, lengths)
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=BATCH, max_size=BATCH),
+    background=st.sampled_from([(), BG]),
+    legacy=st.booleans(),
+)
+def test_the_evaluators_tables_match_like_the_reference(specs, background, legacy):
+    # The matching from tables (the Evaluator's rows, all in one step of the loop) against
+    # the reference, prefix rows (the Evaluator's padding) with and without background.
+    targets, predictions, _, videos = pad_batch(specs, T_MAX)
+    lengths = np.array([len(y) for y, _, _ in videos], np.int32)
+    got = _row_all(
+        jax.device_get(
+            _table_statistics(targets, predictions, lengths, background=background, legacy=legacy)
+        )
+    )
+    for i, n in enumerate(lengths):
+        y, p, m = targets[i], predictions[i], np.arange(T_MAX) < n
+        counts = ref.segmental_counts(y, p, OVERLAPS, m, background, asformer_end=legacy)
+        np.testing.assert_array_equal((got[i].tp, got[i].fp, got[i].fn), counts, str(specs[i]))
+        assert got[i].edit_distance == ref.edit_distance(y, p, m, background), specs[i]
+
+
 def test_float32_tie_is_settled_exactly():
-    # One prediction [0, U) overlaps two same-label targets whose IoUs 2^25 / U and
-    # (2^25 + 1) / U (U = 2^26 + 1) round to the same float32 (0.5): only the second reaches
-    # tau = 0.5, so picking the earlier target on the float tie would lose the TP.
-    from jaxseg._src.f1 import Candidates, match_counts
-    from jaxseg._src.segments import Segments
+    # One prediction with two same-label targets whose IoUs 2^25 / U and (2^25 + 1) / U
+    # (U = 2^26 + 1) round to the same float32 (0.5): only the second reaches tau = 0.5, so
+    # picking the earlier target on the float tie would lose the TP.
+    from jaxseg._src.f1 import _Best, _closed_groups, _new_true_positives
 
     half, union = 1 << 25, (1 << 26) + 1
     assert np.float32(half / union) == np.float32((half + 1) / union)
-    table = lambda starts, ends: Segments(  # noqa: E731
-        jnp.ones(len(starts), jnp.int32),
-        jnp.array(starts, jnp.int32),
-        jnp.array(ends, jnp.int32),
-        jnp.ones(len(starts), bool),
-        jnp.int32(len(starts)),
+    rows = _Best(
+        *(jnp.array(x, jnp.int32) for x in ([0, 0], [0, 1], [half, half + 1], [union] * 2))
     )
-    candidates = Candidates(
-        jnp.array([0, 0], jnp.int32), jnp.array([0, 1], jnp.int32), jnp.ones(2, bool), 2
+    none = _Best(*(jnp.array(x, jnp.int32) for x in (-1, -1, 0, 1)))
+    _, _, last_group = _closed_groups(none, rows, bound=union)
+    assert int(last_group.target) == 1
+    closed = jax.tree_util.tree_map(lambda x: x[None], last_group)
+    tp, _ = _new_true_positives(
+        closed, jnp.ones(1, bool), jnp.full(1, -1, jnp.int32), ((1, 2),), bound=union
     )
-    counts = match_counts(
-        table([0, half], [half, union]), table([0], [union]), candidates, ((1, 2),), frames=union
-    )
-    assert [int(c[0]) for c in counts] == [1, 0, 1]
+    assert tp.tolist() == [1]
 
 
 @pytest.mark.parametrize("bound", [1, 7, 46340, 46341, 1 << 20, (1 << 31) - 1])
@@ -526,42 +566,59 @@ def _candidate_rows(rng, rows, width, longest):
     return owner, in_use, overlapping, inter.astype(np.int32), union.astype(np.int32)
 
 
-def test_best_pair_of_each_prediction():
-    # Groups of at most two rows take the neighbour comparisons, longer ones the general
-    # path for the whole batch; under vmap (one batch, or nested) and without, the same flags.
-    # The group sizes in one test: values of the same shapes, whose operations compile once.
-    from jaxseg._src.f1 import _best_flags, _best_of_pairs
+@pytest.mark.parametrize("chunk", [1, 7, 40])
+def test_best_pair_of_each_prediction(chunk):
+    # The segmented scan finds each prediction's first pair of highest IoU, exactly (float32
+    # ties included), whatever the chunks its rows are cut into: the group left open at the
+    # end of a chunk goes on into the next.
+    from jaxseg._src.f1 import _NO_OWNER, _Best, _closed_groups
 
-    flags = functools.partial(_best_flags, groups=40)
-    mapped = jax.vmap(flags)
-    compiled = jax.jit(mapped)
+    closed_groups = jax.jit(functools.partial(_closed_groups, bound=(1 << 26) + 1))
     for longest in (1, 2, 4, 9, 40):
         rng = np.random.default_rng(longest)
-        args = _candidate_rows(rng, 24, 40, longest)
-        want = np.stack([_group_best_reference(*row) for row in zip(*args)])
-        same = functools.partial(np.testing.assert_array_equal, err_msg=f"longest {longest}")
-        if longest <= 2:
-            same(_best_of_pairs(*args), want)
-        same(mapped(*args), want)
-        assert 2 in branch_counts(jax.make_jaxpr(mapped)(*args))  # one branch runs
-        same(compiled(*args), want)
-        nested = jax.vmap(jax.vmap(flags))(*(x.reshape(4, 6, 40) for x in args))
-        same(nested.reshape(24, 40), want)
-        same(flags(*(x[3] for x in args)), want[3])
+        for owner, in_use, overlapping, inter, union in zip(*_candidate_rows(rng, 6, 40, longest)):
+            overlapping = overlapping & (inter > 0)  # a candidate overlaps by a frame or more
+            want = _group_best_reference(owner, in_use, overlapping, inter, union)
+            rows = _Best(
+                np.where(in_use, owner, _NO_OWNER).astype(np.int32),
+                np.arange(40, dtype=np.int32),  # a pair's target: its row, to name it
+                np.where(overlapping, inter, 0).astype(np.int32),
+                np.where(overlapping, union, 1).astype(np.int32),
+            )
+            group = _Best(*(np.int32(x) for x in (-1, -1, 0, 1)))
+            best = {}
+            for start in range(0, 40, chunk):
+                part = _Best(*(x[start : start + chunk] for x in rows))
+                bests, closes, group = closed_groups(group, part)
+                for row, close in zip(zip(*bests), closes):
+                    if close:
+                        best[int(row[0])] = (int(row[1]), int(row[2]))
+            best[int(group.owner)] = (int(group.target), int(group.inter))
+            got = np.zeros(40, bool)
+            for target, overlap in best.values():
+                got[target] = overlap > 0
+            np.testing.assert_array_equal(got, want, err_msg=f"longest {longest}, chunk {chunk}")
 
 
-@pytest.mark.parametrize("size", [1, 31, 32, 33, 256, 257, 600])
-def test_distinct_count(size):
-    # Up to 256 values as bits OR-reduced over the rows; beyond, a scatter.
-    from jaxseg._src.f1 import distinct_count
+def test_new_true_positives_count_each_target_once_across_chunks():
+    # The best targets of successive predictions never decrease; a target is counted once,
+    # at the first best that reaches the threshold, also when its bests span two chunks.
+    from jaxseg._src.f1 import _Best, _new_true_positives
 
-    rng = np.random.default_rng(size)
-    index = rng.integers(0, size, 300).astype(np.int32)
-    chosen = rng.random((300, 3)) < np.array([0.0, 0.05, 0.8])
-    want = [len(set(index[chosen[:, k]])) for k in range(3)]
-    assert distinct_count(index, chosen, size).tolist() == want
-    batched = jax.vmap(functools.partial(distinct_count, size=size))
-    assert batched(index[None], chosen[None])[0].tolist() == want
+    targets = np.array([0, 0, 1, 1, 1, 3, 4, 4, 6], np.int32)
+    inter = np.array([1, 3, 1, 2, 3, 1, 3, 3, 2], np.int32)
+    closes = np.array([1, 1, 1, 0, 1, 1, 1, 1, 1], bool)
+    thresholds = ((1, 2), (3, 4))  # of a union of 4 frames: inter >= 2, inter >= 3
+    reached = [
+        {t for t, i, c in zip(targets, inter, closes) if c and i * d >= n * 4}
+        for n, d in thresholds
+    ]
+    tp, last = np.zeros(2, np.int32), np.full(2, -1, np.int32)
+    for part in (slice(0, 4), slice(4, 9)):
+        bests = _Best(targets[part] * 0, targets[part], inter[part], np.full_like(inter[part], 4))
+        new, last = _new_true_positives(bests, closes[part], last, thresholds, bound=16)
+        tp = tp + np.asarray(new)
+    assert tp.tolist() == [len(r) for r in reached] == [4, 3]
 
 
 def _with_segments(rng, count, length, labels=4):
@@ -573,27 +630,17 @@ def _with_segments(rng, count, length, labels=4):
 
 
 @pytest.mark.parametrize(
-    "target_segments, predicted_segments, tables",
-    [
-        (5, 500, (128, 1024)),  # over-segmented predictions: small target tables
-        (128, 1024, (128, 1024)),  # both at the edge of their rung
-        (129, 500, (1024, 1024)),  # more targets than the smallest rung: the rung of both
-        (500, 5, (1024, 1024)),  # under-segmented predictions: the rung of both
-        (5, 1025, (3000, 3000)),  # past the middle rung: the last one
-    ],
+    "target_segments, predicted_segments",
+    [(5, 500), (128, 1024), (129, 500), (500, 5), (5, 1025)],
 )
-def test_uneven_tables_for_over_segmented_predictions(target_segments, predicted_segments, tables):
-    # With T = 3000 the ladder is (128, 1024, 3000); predictions with many more segments
-    # than the targets take target tables of the smallest rung, and the values are exact.
+def test_many_more_segments_on_one_side_are_exact(target_segments, predicted_segments):
+    # Over- and under-segmented predictions, beside sequences of few segments: the loops run
+    # as many candidate chunks and pattern blocks as the largest needs, and no value changes.
     T = 3000
     rng = np.random.default_rng(target_segments + predicted_segments)
     counts = [(target_segments, predicted_segments), (3, 40), (target_segments // 2 + 1, 2)]
     targets = np.stack([_with_segments(rng, n_t, T) for n_t, _ in counts])
     predictions = np.stack([_with_segments(rng, n_p, T) for _, n_p in counts])
-    ladder = segmentation.capacity_ladder(T, **segmentation._LADDER)
-    matches = [_agreeing_runs(y, p, ()) for y, p in zip(targets, predictions)]
-    index = segmentation._table_rung(ladder, *np.transpose(counts), np.array(matches))
-    assert segmentation._table_rungs(ladder)[int(index)] == tables
     got = segmentation_statistics(targets, predictions, iou_thresholds=OVERLAPS)
     for i, (y, p) in enumerate(zip(targets, predictions)):
         m = np.ones(T, bool)
@@ -647,46 +694,14 @@ def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
     assert int(got) == ref.levenshtein(target.tolist(), prediction.tolist())
 
 
-@pytest.mark.skipif(
-    jax.default_backend() != "cpu", reason="blocks are XLA:CPU's (_sequences_per_block)"
-)
-@pytest.mark.parametrize("given_capacities", [False, True])
-@pytest.mark.parametrize("holes", [False, True])
-def test_statistics_in_blocks_of_sequences_equal_the_reference(
-    monkeypatch, given_capacities, holes
-):
-    # A scratch budget of a few sequences: every rung runs in several blocks (the last one
-    # overlapping), with or without gaps in the mask, at chosen and at default capacities.
-    monkeypatch.setattr(segmentation, "_SCRATCH_BUDGET", 40_000)
-    rng = np.random.default_rng(holes)
-    B, T = 13, 157 + given_capacities  # shapes of their own: no program compiled before
-    targets = rng.integers(0, 4, (B, T)).astype(np.int32)
-    targets[: B // 2] = np.repeat(rng.integers(0, 4, (B // 2, T // 8 + 1)), 8, axis=1)[:, :T]
-    predictions = np.where(rng.random((B, T)) < 0.1, rng.integers(0, 4, (B, T)), targets)
-    mask = np.arange(T) < rng.integers(T // 2, T + 1, (B, 1))
-    if holes:
-        mask &= rng.random((B, T)) > 0.05
-    capacities = dict(max_target_segments=T, max_predicted_segments=T) if given_capacities else {}
-    assert segmentation._sequences_per_block((T, T), (B, T), ()) < B
-    got = segmentation_statistics(targets, predictions, mask=mask, **capacities)
-    for i in range(B):
-        t, p, m = targets[i], predictions[i], mask[i]
-        assert int(got.edit_distance[i]) == ref.edit_distance(t, p, m)
-        tp, fp, fn = ref.segmental_counts(t, p, (0.1, 0.25, 0.5), m)
-        np.testing.assert_array_equal(got.tp[i], tp)
-        np.testing.assert_array_equal(got.fp[i], fp)
-        np.testing.assert_array_equal(got.fn[i], fn)
-
-
 @pytest.mark.parametrize(
     "shape, background", [((1712, 6000), ()), ((256, 6000), (0,))], ids=["breakfast", "few-bg"]
 )
 def test_the_metrics_of_a_dataset_sized_batch_fit_a_small_scratch_memory(shape, background):
     # XLA:CPU allocates the scratch afresh per call; above glibc's mmap threshold (32 MiB at
-    # most) every touched page faults on every call. The rungs run in blocks sized to stay
-    # below it (many short sequences, or few with background and larger blocks) and the
-    # switch takes the mask packed, so the three metrics under one jit stay below it; one
-    # frame pass serves them all, so they need little more scratch than the statistics alone.
+    # most) every touched page faults on every call. The loops' steps are sized by the batch
+    # (candidate_chunk, pattern_rows) to stay below it, and one frame pass serves the three
+    # metrics, so they need little more scratch than the statistics alone.
     labels = jax.ShapeDtypeStruct(shape, np.int32)
     lengths = jax.ShapeDtypeStruct(shape[:1], np.int32)
 
@@ -706,8 +721,7 @@ def test_the_metrics_of_a_dataset_sized_batch_fit_a_small_scratch_memory(shape, 
         )
 
     together = scratch(three)
-    if jax.default_backend() == "cpu":  # the blocks are a CPU choice (_sequences_per_block)
-        assert together < 32 * 2**20
+    assert together < 32 * 2**20
     assert together < 1.25 * scratch(segmentation_statistics)
 
 
@@ -794,31 +808,23 @@ def _label_one_between_gaps(period, offset, T=3000):
 
 
 @pytest.mark.parametrize(
-    "targets, predictions, beyond, tables",
+    "targets, predictions",
     [
         # Every predicted segment overlaps two target segments: 249 candidates for 125 + 125
-        # segments, beyond both tables of 128 rows: the uneven rung, which holds 576.
+        # segments.
         (
             np.where(np.arange(3000) % 24 < 16, 1, 0).astype(np.int32),
             np.where((np.arange(3000) - 12) % 24 < 16, 1, 0).astype(np.int32),
-            128,
-            (128, 1024),
         ),
-        # 100 target and 600 predicted segments cut each other into 700 candidates, more than
-        # the uneven rung holds: the rung of both tables.
-        (_label_one_between_gaps(30, 29), _label_one_between_gaps(5, 2), 576, (1024, 1024)),
+        # 100 target and 600 predicted segments cut each other into 700 candidates.
+        (_label_one_between_gaps(30, 29), _label_one_between_gaps(5, 2)),
     ],
 )
-def test_candidates_beyond_a_rung_take_a_larger_one(targets, predictions, beyond, tables):
-    # With background the candidates can outnumber the tables' bound without it (up to
-    # S_t + S_p - 1): at default capacities a batch with more than a rung holds takes a
-    # larger rung, exact and without overflow.
+def test_candidates_beyond_the_bound_without_background_are_exact(targets, predictions):
+    # With background the candidates can outnumber (S_t + S_p) / 2, their bound without it
+    # (up to S_t + S_p - 1): exact and without overflow.
     n_y, n_p = (len(ref.segments(x, background=(0,))) for x in (targets, predictions))
-    candidates = _agreeing_runs(targets, predictions, (0,))
-    assert max(n_y, n_p) <= max(tables) and candidates > beyond
-    ladder = segmentation.capacity_ladder(targets.shape[-1], **segmentation._LADDER)
-    index = segmentation._table_rung(ladder, *np.array([[n_y], [n_p], [candidates]]))
-    assert segmentation._table_rungs(ladder)[int(index)] == tables
+    assert _agreeing_runs(targets, predictions, (0,)) > candidate_bound(n_y, n_p, ())
     stats = segmentation_statistics(
         targets[None], predictions[None], iou_thresholds=OVERLAPS, background=(0,)
     )

@@ -64,39 +64,6 @@ def switch_capacity(make: Callable, capacities: Sequence[int], counts, *operands
 _SCRATCH_BYTES = 1 << 28
 
 
-def in_blocks(fn: Callable, *operands, block: int | None):
-    """``fn(*operands)`` over the leading axis of ``operands``, at most ``block`` rows at a time.
-
-    ``fn`` maps ``[B, ...]`` operands (arrays, pytrees or None) to ``[B, ...]`` outputs, row
-    by row. The blocks run one after another (a ``scan``, which traces ``fn`` once), so that
-    the scratch memory is one block's. The last block ends at row ``B``, overlapping the one
-    before it, instead of padding a copy of the operands. ``block`` None: all rows at once.
-
-    >>> double = lambda x: 2 * x
-    >>> in_blocks(double, jnp.arange(5), block=2).tolist()
-    [0, 2, 4, 6, 8]
-    """
-    rows = jax.tree_util.tree_leaves(operands)[0].shape[0]
-    if block is None or block >= rows:
-        return fn(*operands)
-    count = -(-rows // block)
-    block = -(-rows // count)  # as many blocks, evened out: the last one overlaps less
-
-    def one_block(carry, start):
-        sliced = lambda x: lax.dynamic_slice_in_dim(x, start, block)  # noqa: E731
-        return carry, fn(*jax.tree_util.tree_map(sliced, operands))
-
-    starts = jnp.minimum(jnp.arange(count) * block, rows - block)
-    _, parts = lax.scan(one_block, None, starts)
-    before_last, overlap = (count - 1) * block, count * block - rows
-
-    def assemble(x):
-        x = x.reshape(count * block, *x.shape[2:])
-        return jnp.concatenate([x[:before_last], x[before_last + overlap :]])
-
-    return jax.tree_util.tree_map(assemble, parts)
-
-
 def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool):
     """``one(capacity, *row, *other)`` on one sequence's flat operands, and with the
     gradient with respect to its ``n_rows`` differentiable operands."""

@@ -16,12 +16,22 @@ References:
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxseg._src.segments import WORD_BITS, Segments, pack_bits
+from jaxseg._src.numerics import count_set_bits
+from jaxseg._src.segments import (
+    WORD_BITS,
+    PairWords,
+    Segments,
+    pack_bits,
+    select_ranks,
+    valid_words,
+)
 
 _ALL_ONES = np.uint32(0xFFFFFFFF)
 
@@ -135,3 +145,107 @@ def edit_score_from_distance(distance, n_target, n_prediction):
     return jnp.where(
         longest > 0, 1.0 - distance.astype(jnp.float32) / jnp.maximum(longest, 1.0), 1.0
     )
+
+
+# Pattern rows per block and text entries per chunk of :func:`words_edit_distance`.
+_BLOCK_ROWS = 128
+_BATCH_BITS = 1 << 18  # pattern bits of a whole batch per loop step
+_TEXT_CHUNK = 128
+
+
+def _bit(words, i):
+    """Bit ``i`` of little-endian uint32 ``words`` (uint32 0 or 1)."""
+    return (words[i // WORD_BITS] >> (i % WORD_BITS).astype(jnp.uint32)) & 1
+
+
+def _pattern_block(pattern, m, rows0, text, nt, hin, *, block: int):
+    """One block of pattern rows ``[rows0, rows0 + block)`` over the whole text: Myers' step
+    with horizontal deltas in (``hin``: bits of +1 and -1 per text entry, from the block
+    above) and out (the same at the block's last row)."""
+    words = -(-block // WORD_BITS)
+    valid = rows0 + jnp.arange(block) < m
+    last = jnp.minimum(m - rows0, block) - 1
+    chunk_words = _TEXT_CHUNK // WORD_BITS
+
+    def one_chunk(c, state):
+        pv, mv, h_pos, h_neg = state
+        cols0, w0 = c * _TEXT_CHUNK, c * chunk_words
+        labels = text(cols0 + jnp.arange(_TEXT_CHUNK, dtype=jnp.int32))
+        in_pos = lax.dynamic_slice(h_pos, (w0,), (chunk_words,))
+        in_neg = lax.dynamic_slice(h_neg, (w0,), (chunk_words,))
+
+        def step(k, state):
+            pv, mv, out_pos, out_neg = state
+            hin_pos, hin_neg = _bit(in_pos, k), _bit(in_neg, k)
+            eq = pack_bits((pattern == labels[k]) & valid)
+            xv = eq | mv
+            eq = eq | jnp.where(jnp.arange(words) == 0, hin_neg, 0).astype(jnp.uint32)
+            xh = (_add(eq & pv, pv) ^ pv) | eq
+            ph, mh = mv | ~(xh | pv), pv & xh
+            at = jnp.where(jnp.arange(chunk_words) == k // WORD_BITS, k % WORD_BITS, WORD_BITS)
+            out_pos = out_pos | (_bit(ph, last) << at.astype(jnp.uint32))
+            out_neg = out_neg | (_bit(mh, last) << at.astype(jnp.uint32))
+            ph, mh = _shift_up(ph, hin_pos), _shift_up(mh, hin_neg)
+            return mh | ~(xv | ph), ph & xv, out_pos, out_neg
+
+        steps = jnp.clip(nt - cols0, 0, _TEXT_CHUNK)
+        none = jnp.zeros_like(in_pos)
+        pv, mv, out_pos, out_neg = lax.fori_loop(steps & 0, steps, step, (pv, mv, none, none))
+        h_pos = lax.dynamic_update_slice(h_pos, out_pos, (w0,))
+        return pv, mv, h_pos, lax.dynamic_update_slice(h_neg, out_neg, (w0,))
+
+    zeros = jnp.zeros((words,), jnp.uint32) + (m & 0).astype(jnp.uint32)
+    chunks = -(-nt // _TEXT_CHUNK)
+    state = (zeros | _ALL_ONES, zeros, *hin)
+    return lax.fori_loop(chunks & 0, chunks, one_chunk, state)[2:]
+
+
+def pattern_rows(sequences: int) -> int:
+    """Pattern rows per block of :func:`words_edit_distance` for a batch of ``sequences``:
+    a step costs the batch's words, so a small batch takes wide blocks (fewer steps).
+
+    >>> pattern_rows(1712), pattern_rows(256)
+    (128, 1024)
+    """
+    fits = max(_BATCH_BITS // max(sequences, 1), _BLOCK_ROWS)
+    return min(1024, 1 << (fits.bit_length() - 1))
+
+
+def words_edit_distance(targets, predictions, words: PairWords, *, block=_BLOCK_ROWS):
+    """Levenshtein distance of one sequence's segment label sequences, from its frame pass.
+
+    The longer sequence is the pattern, in blocks of ``block`` rows one after another;
+    each block runs Myers' steps over the text (the other sequence, labels selected
+    ``_TEXT_CHUNK`` at a time) and hands its last row's horizontal deltas to the next block,
+    as bits. The loops run as many blocks and steps as the sequence has segments.
+    """
+    starts_t, starts_p = words.target.starts, words.prediction.starts
+    swap = starts_t.total < starts_p.total
+    m = jnp.maximum(starts_t.total, starts_p.total)
+    nt = jnp.minimum(starts_t.total, starts_p.total)
+    # The longer sequence's words and labels, and the other's: a choice of per-sequence
+    # operands, so that each entry's label takes one selection.
+    pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(swap, y, x), a, b)  # noqa: E731
+    pattern_bits, text_bits = pick(starts_t, starts_p), pick(starts_p, starts_t)
+
+    def labels_of(ranks, pattern):
+        bits = pattern_bits if pattern else text_bits
+        ranks = jnp.clip(ranks, 0, jnp.maximum(bits.total - 1, 0))
+        frames = select_ranks(bits, ranks)
+        from_targets, from_predictions = targets[frames], predictions[frames]
+        return jnp.where(swap == pattern, from_predictions, from_targets)
+
+    frames = words.correct.shape[-1] * WORD_BITS
+    in_text = valid_words(nt, -(-frames // _TEXT_CHUNK) * (_TEXT_CHUNK // WORD_BITS))
+    text = functools.partial(labels_of, pattern=False)
+
+    def one_block(b, hin):
+        rows0 = b * block
+        pattern = labels_of(rows0 + jnp.arange(block, dtype=jnp.int32), True)
+        return _pattern_block(pattern, m, rows0, text, nt, hin, block=block)
+
+    # The first row is D[0][j] = j: every horizontal delta +1.
+    blocks = -(-m // block)
+    h_pos, h_neg = lax.fori_loop(blocks & 0, blocks, one_block, (in_text, in_text & 0))
+    score = m + count_set_bits(h_pos & in_text) - count_set_bits(h_neg & in_text)
+    return jnp.where(m == 0, nt, score)

@@ -3,14 +3,17 @@
 Each predicted segment is compared with its best same-label target segment over all targets
 (highest IoU, first index on ties); it is a TP at threshold tau iff that IoU >= tau and the
 target is not taken yet. Hence TP(tau) is the number of distinct targets that are the best
-match of some prediction with IoU >= tau, which needs no sequential loop.
+match of some prediction with IoU >= tau, whatever the order of the predictions.
 
 Only overlapping same-label (prediction, target) pairs can match, and each overlaps the other
 in exactly one run of the pair of label sequences: the frame pass marks the first frame of
 every such overlap (:class:`jaxseg._src.segments.PairWords`), so there are at most
-``S_p + S_t - 1`` candidates, found by selecting set bits. A prediction's candidates are
-consecutive, so its best target is usually found by comparing neighbouring candidates, with
-IoUs compared exactly as integer ratios; the distinct targets are counted as bits.
+``S_p + S_t - 1`` candidates, found by selecting set bits. In time order both segment indices
+of the candidates never decrease: a prediction's candidates are consecutive rows, its best
+target a segmented maximum over them (IoUs compared exactly as integer ratios), and the best
+targets of successive predictions never decrease, so a taken target is one already counted.
+The candidates are visited in fixed chunks, as many as a sequence has: no segment table and
+no capacity, and one compiled program whatever the number of segments.
 """
 
 from __future__ import annotations
@@ -22,11 +25,22 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from jaxseg._src.batching import any_example
-from jaxseg._src.numerics import compare_products, popcount
-from jaxseg._src.segments import WORD_BITS, PairWords, Segments, rank_bits, select_bits
+from jaxseg._src.numerics import compare_products
+from jaxseg._src.segments import (
+    WORD_BITS,
+    IndexedBits,
+    PairWords,
+    Segments,
+    bits_before,
+    index_bits,
+    rank_bits,
+    select_bits,
+    select_ranks,
+)
 
-_MAX_DISTINCT_WORDS = 8  # distinct_count: up to 256 values as bits
+# Candidate rows per loop step of a whole batch: at most this many (their scratch memory).
+_BATCH_ROWS = 1 << 16
+_NO_OWNER = jnp.iinfo(jnp.int32).max  # the owner of rows past the last candidate
 
 
 class Candidates(NamedTuple):
@@ -81,41 +95,6 @@ def match_candidates(
     )
 
 
-def _best_pairs(owner, candidate, inter, union, groups: int, bound=None):
-    """Per group (prediction): the first pair of highest ratio ``inter / union``, exactly
-    (``bound`` as in :func:`_best_of_pairs`).
-
-    Returns the pair index of each group, or the number of pairs for a group without one.
-
-    Ratios are first compared in float32 (rounding is monotone, so the exact maximum has the
-    largest float); where several pairs of a group tie in float32, they are settled with
-    exact integer comparisons against the earliest of them until no pair beats it.
-    """
-    pairs = owner.shape[-1]
-    index = jnp.arange(pairs, dtype=jnp.int32)
-    ratio = jnp.where(candidate, inter.astype(jnp.float32) / union.astype(jnp.float32), -1.0)
-    top = jnp.full((groups,), -1.0, jnp.float32).at[owner].max(ratio)
-    contenders = candidate & (ratio == top[owner])
-
-    def earliest(contenders):
-        return (
-            jnp.full((groups,), pairs, jnp.int32).at[owner].min(jnp.where(contenders, index, pairs))
-        )
-
-    def keep_better(state):
-        contenders, first, _ = state
-        ref = jnp.minimum(first, pairs - 1)[owner]
-        order = compare_products(inter, union[ref], inter[ref], union, bound=bound)
-        better = contenders & (order > 0)
-        any_better = jnp.zeros((groups,), jnp.bool_).at[owner].max(better)
-        contenders = jnp.where(any_better[owner], better, contenders)
-        return contenders, earliest(contenders), jnp.any(any_better)
-
-    first = earliest(contenders)
-    tied = jnp.any(contenders & (index != first[owner]))  # usually False: no loop step
-    return lax.while_loop(lambda state: state[2], keep_better, (contenders, first, tied))[1]
-
-
 def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candidates):
     """``(overlapping, intersection, union)`` ``[M]`` of every candidate pair, in frames
     (``intersection`` 0 and ``union`` 1 where ``overlapping`` is False)."""
@@ -128,106 +107,218 @@ def candidate_overlaps(target: Segments, prediction: Segments, candidates: Candi
     return overlapping, jnp.where(overlapping, inter, 0), jnp.where(overlapping, union, 1)
 
 
-def _neighbour(x, step: int, fill):
-    """``x`` moved ``step`` rows along the last axis (``+1``: each row sees the next one)."""
-    pad = [(0, 0)] * (x.ndim - 1)
-    if step > 0:
-        return jnp.pad(x[..., 1:], [*pad, (0, 1)], constant_values=fill)
-    return jnp.pad(x[..., :-1], [*pad, (1, 0)], constant_values=fill)
+class _Best(NamedTuple):
+    """Candidate pairs as rows (int32 ``[...]``): the predicted segment that owns each, its
+    target segment, and their intersection and union in frames."""
+
+    owner: jax.Array
+    target: jax.Array
+    inter: jax.Array
+    union: jax.Array
 
 
-def _best_of_pairs(owner, in_use, overlapping, inter, union, *, bound=None):
-    """Whether each pair ``[..., M]`` is the best of its group, for groups of at most two rows.
-
-    A row is its group's best when no earlier row of the group has an IoU at least as high
-    and no later row a higher one (the first wins ties), compared exactly as integer ratios
-    (``bound``: static, optional, the largest intersection or union, see
-    :func:`~jaxseg._src.numerics.compare_products`).
-    """
-    same_next = in_use & _neighbour(in_use, 1, False) & (owner == _neighbour(owner, 1, -1))
-    same_prev = _neighbour(same_next, -1, False)
-
-    def beaten(step, strict):
-        order = compare_products(
-            _neighbour(inter, step, 0), union, inter, _neighbour(union, step, 1), bound=bound
-        )
-        return _neighbour(overlapping, step, False) & ((order > 0) if strict else (order >= 0))
-
-    return overlapping & ~(same_prev & beaten(-1, False)) & ~(same_next & beaten(1, True))
+def _segment_bounds(starts: IndexedBits, ends: IndexedBits | None, index, n, valid):
+    """Start and end (exclusive) of the kept segments ``index [C]`` (below their count), in
+    valid frames: the end is the next segment's start, or ``n`` (``ends`` None: no
+    background), or one past the segment's last frame in ``ends``; with ``valid`` (the mask's
+    bits), frames count the valid ones before them."""
+    position = (lambda f: f) if valid is None else functools.partial(bits_before, valid)
+    if ends is not None:
+        return position(select_ranks(starts, index)), position(select_ranks(ends, index) + 1)
+    # Both bounds in one selection: a segment ends where the next one starts.
+    rows = index.shape[-1]
+    ranks = jnp.concatenate([index, jnp.minimum(index + 1, starts.total - 1)])
+    frames = position(select_ranks(starts, ranks))
+    return frames[:rows], jnp.where(index + 1 < starts.total, frames[rows:], n)
 
 
-def _best_flags(owner, in_use, overlapping, inter, union, *, groups: int, bound=None):
-    """bool ``[M]``: whether each candidate pair is the best of its prediction's pairs.
-
-    MS-TCN compares every prediction with its highest-IoU same-label target (the first on
-    ties), so only these pairs can be true positives. Groups of one or two rows, the usual
-    case, are settled by comparing neighbours; if any group is longer, every row goes through
-    :func:`_best_pairs` instead. Under ``vmap`` that choice is one for all sequences
-    (:func:`~jaxseg._src.batching.any_example`), so that the rare general case is one branch
-    taken for the batch rather than a selection that computes both. ``bound`` as in
-    :func:`_best_of_pairs`.
-    """
-    same_next = in_use[:-1] & in_use[1:] & (owner[:-1] == owner[1:])
-    longer = any_example(same_next[:-1] & same_next[1:])
-
-    def general(owner, in_use, overlapping, inter, union):
-        best = _best_pairs(owner, overlapping, inter, union, groups, bound)
-        return overlapping & (best[owner] == jnp.arange(owner.shape[-1]))
-
-    args = (owner, in_use, overlapping, inter, union)
-    return lax.cond(longer, general, functools.partial(_best_of_pairs, bound=bound), *args)
-
-
-def distinct_count(index, chosen, size: int):
-    """int32 ``[K]``: how many distinct values of ``index [M]`` (in ``[0, size)``) have a
-    chosen row, for each column of ``chosen`` bool ``[M, K]``.
-
-    Up to ``32 * 8`` values, one bit per value, OR-reduced over the rows (no scatter: XLA's
-    CPU scatter costs several ns per update); beyond, a scatter into ``[size, K]``.
-    """
-    words = -(-size // WORD_BITS)
-    if words > _MAX_DISTINCT_WORDS:
-        seen = jnp.zeros((size, chosen.shape[-1]), jnp.bool_)
-        seen = seen.at[jnp.clip(index, 0, size - 1)].max(chosen)
-        return jnp.sum(seen, axis=0, dtype=jnp.int32)
-    bit = jnp.uint32(1) << (index % WORD_BITS).astype(jnp.uint32)
-    in_word = (index // WORD_BITS)[:, None] == jnp.arange(words)[None, :]
-    masks = jnp.where(in_word[:, :, None] & chosen[:, None, :], bit[:, None, None], 0)
-    union = lax.reduce(masks, jnp.uint32(0), lax.bitwise_or, (0,))
-    return jnp.sum(popcount(union).astype(jnp.int32), axis=0)
-
-
-def match_counts(
-    target: Segments, prediction: Segments, candidates: Candidates, thresholds, *, frames: int
-) -> tuple[jax.Array, ...]:
-    """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
-
-    A pair that is its prediction's best match and reaches ``tau`` is a TP unless its target
-    was taken by an earlier prediction: TP is the number of distinct targets of such pairs.
-    ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``;
-    ``frames`` (static) bounds every segment's length.
-    """
-    # Intersections and unions take at most ``frames``: with the denominators, the bound
-    # under which their products are compared as int32 products.
-    bound = max(frames, *(den for _, den in thresholds))
-    overlapping, inter, union = candidate_overlaps(target, prediction, candidates)
-    best = _best_flags(
-        candidates.owner,
-        candidates.in_use,
-        overlapping,
-        inter,
-        union,
-        groups=prediction.labels.shape[-1],
-        bound=bound,
+def _candidate_rows(words: PairWords, ends, n, valid, ranks, *, legacy_asformer_end) -> _Best:
+    """The candidates of ``ranks [C]`` (rows at or past the count get no owner)."""
+    count = words.matches.total
+    first = select_ranks(words.matches, jnp.clip(ranks, 0, jnp.maximum(count - 1, 0)))
+    owner = rank_bits(words.prediction.starts, first)
+    target = rank_bits(words.target.starts, first)
+    p_start, p_end = _segment_bounds(words.prediction.starts, ends[1], owner, n, valid)
+    t_start, t_end = _segment_bounds(words.target.starts, ends[0], target, n, valid)
+    if legacy_asformer_end:
+        p_end, t_end = (jnp.where(end == n, n - 1, end) for end in (p_end, t_end))
+    inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
+    union = jnp.maximum(p_end, t_end) - jnp.minimum(p_start, t_start)
+    overlapping = (ranks < count) & (inter > 0)
+    return _Best(
+        jnp.where(ranks < count, owner, _NO_OWNER),
+        target,
+        jnp.where(overlapping, inter, 0),
+        jnp.where(overlapping, union, 1),
     )
+
+
+def _keep_best(earlier: _Best, later: _Best, *, bound: int) -> _Best:
+    """``later``, or ``earlier`` where both have one owner and ``later``'s IoU is not higher.
+
+    Over rows of non-decreasing owner this is associative, and its scan gives each row the
+    first row of highest IoU among those of its owner up to it (MS-TCN's argmax: the first
+    target on ties); IoUs are compared exactly, as integer products below ``bound**2``.
+    """
+    higher = compare_products(later.inter, earlier.union, earlier.inter, later.union, bound=bound)
+    keep = (earlier.owner == later.owner) & (higher <= 0)
+    return _Best(*(jnp.where(keep, a, b) for a, b in zip(earlier, later)))
+
+
+def _inclusive_scan(combine, rows):
+    """Inclusive scan of the associative ``combine`` over the leading axis of ``rows``, by
+    doubling: step ``k`` combines each row with the one ``2**k`` rows before it.
+
+    Plain shifted slices rather than ``lax.associative_scan``'s strided ones: faster for the
+    rows of a chunk (`benchmarks/README.md`).
+    """
+    size = jax.tree_util.tree_leaves(rows)[0].shape[0]
+    for k in range((size - 1).bit_length()):
+        rows = _combine_with_earlier(combine, rows, 1 << k)
+    return rows
+
+
+def _combine_with_earlier(combine, rows, step: int):
+    """Each row of ``rows`` from ``step`` on combined with the row ``step`` before it."""
+    earlier = jax.tree_util.tree_map(lambda x: x[:-step], rows)
+    later = jax.tree_util.tree_map(lambda x: x[step:], rows)
+    combined = combine(earlier, later)
+    return jax.tree_util.tree_map(lambda x, c: jnp.concatenate([x[:step], c]), rows, combined)
+
+
+def _closed_groups(open_group: _Best, rows: _Best, *, bound: int):
+    """The best rows of the groups (owners) that ``rows [C]`` close, after the group left
+    open by the rows before them: ``(bests [C], closes [C], group left open)``; row ``i``
+    of ``bests`` is the best of a group that ends there where ``closes[i]``."""
+    rows = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), open_group, rows)
+    rows = lax.optimization_barrier(rows)
+    bests = _inclusive_scan(functools.partial(_keep_best, bound=bound), rows)
+    closes = rows.owner[:-1] != rows.owner[1:]
+    return _Best(*(x[:-1] for x in bests)), closes, _Best(*(x[-1] for x in bests))
+
+
+def _new_true_positives(bests: _Best, closes, last, thresholds, *, bound: int):
+    """int32 ``[K]`` true positives of closed groups' ``bests [R]`` at each threshold, and
+    the last target counted at each (-1: none).
+
+    A best reaching the threshold is a TP unless an earlier prediction took its target. The
+    targets of successive groups' bests never decrease (each group's candidates follow the
+    previous group's in time), so a target is taken exactly when it is not above the last
+    one counted.
+    """
     numerators = jnp.array([num for num, _ in thresholds], jnp.int32)
     denominators = jnp.array([den for _, den in thresholds], jnp.int32)
     # IoU >= num / den  <=>  inter * den >= num * union (exact on integers).
-    meets = (
-        compare_products(
-            inter[:, None], denominators[None, :], numerators[None, :], union[:, None], bound=bound
-        )
-        >= 0
+    reaches = compare_products(
+        bests.inter[:, None],
+        denominators[None],
+        numerators[None],
+        bests.union[:, None],
+        bound=bound,
     )
-    tp = distinct_count(candidates.other, best[:, None] & meets, target.labels.shape[-1])
+    counted = jnp.where(closes[:, None] & (reaches >= 0), bests.target[:, None], -1)
+    before = jnp.concatenate([last[None], lax.cummax(counted, axis=0)[:-1]])
+    new = (counted >= 0) & (counted > jnp.maximum(before, last[None]))
+    return jnp.sum(new, axis=0, dtype=jnp.int32), jnp.maximum(last, jnp.max(counted, axis=0))
+
+
+def candidate_chunk(sequences: int) -> int:
+    """Candidates per loop step of :func:`match_counts` for a batch of ``sequences``: up to
+    128 (a usual sequence's all), fewer where the batch's rows would pass ``_BATCH_ROWS``.
+
+    >>> candidate_chunk(1712), candidate_chunk(256)
+    (32, 128)
+    """
+    fits = max(_BATCH_ROWS // max(sequences, 1), 16)
+    return min(128, 1 << (fits.bit_length() - 1))
+
+
+def match_counts(
+    words: PairWords,
+    n,
+    thresholds,
+    *,
+    background: tuple,
+    legacy_asformer_end: bool,
+    chunk: int,
+    valid: IndexedBits | None = None,
+) -> tuple[jax.Array, ...]:
+    """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
+
+    The candidates are visited in time order, ``chunk`` rows per step of a loop that runs
+    as many steps as the sequence has candidates; each step finds the rows' segment bounds
+    by selecting bits, and the best rows of the groups it closes (:func:`_closed_groups`).
+    ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``;
+    ``background`` (static) says whether segments end where the next starts.
+
+    >>> from jaxseg._src.segments import pair_words
+    >>> y, p = jnp.array([1, 1, 1, 1, 2, 2]), jnp.array([1, 1, 3, 3, 2, 2])
+    >>> words = pair_words(y, p, 6, ())
+    >>> options = dict(background=(), legacy_asformer_end=False, chunk=128)
+    >>> counts = match_counts(words, 6, ((1, 2),), **options)
+    >>> [c.tolist() for c in counts]
+    [[2], [1], [0]]
+    """
+    T = words.correct.shape[-1] * WORD_BITS
+    ends = (None, None)
+    if background:
+        ends = (index_bits(words.target.ends), index_bits(words.prediction.ends))
+    rows = functools.partial(
+        _candidate_rows, words, ends, n, valid, legacy_asformer_end=legacy_asformer_end
+    )
+    tp = _true_positives(
+        rows, words.matches.total, thresholds, chunk=min(chunk, T), bound=_bound(T, thresholds)
+    )
+    return tp, words.prediction.starts.total - tp, words.target.starts.total - tp
+
+
+def table_match_counts(
+    target: Segments,
+    prediction: Segments,
+    candidates: Candidates,
+    n,
+    thresholds,
+    *,
+    legacy_asformer_end: bool,
+    frames: int,
+) -> tuple[jax.Array, ...]:
+    """:func:`match_counts` from segment tables and their candidate matches (the
+    Evaluator's, sized to the batch): the same loop, with the rows' bounds gathered from the
+    tables, all candidates in one step; ``frames`` (static) bounds the segments' lengths."""
+    if legacy_asformer_end:
+        target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
+
+    _, inter, union = candidate_overlaps(target, prediction, candidates)
+    owner = jnp.where(candidates.in_use, candidates.owner, _NO_OWNER)
+    table = _Best(owner, candidates.other, inter, union)
+    rows = lambda ranks: jax.tree_util.tree_map(lambda x: x[ranks], table)  # noqa: E731
+    capacity = candidates.owner.shape[-1]
+    count = jnp.minimum(candidates.count, capacity)
+    tp = _true_positives(rows, count, thresholds, chunk=capacity, bound=_bound(frames, thresholds))
     return tp, prediction.count - tp, target.count - tp
+
+
+def _bound(frames: int, thresholds) -> int:
+    """The largest integer an IoU comparison of the matching multiplies (frames or a
+    threshold's denominator)."""
+    return max(frames, *(den for _, den in thresholds))
+
+
+def _true_positives(rows, count, thresholds, *, chunk: int, bound: int):
+    """int32 ``[K]`` true positives over ``count`` candidate rows (``rows(ranks [chunk])``
+    gives them in time order), ``chunk`` rows per loop step."""
+
+    def step(i, state):
+        open_group, tp, last = state
+        ranks = i * chunk + jnp.arange(chunk, dtype=jnp.int32)
+        bests, closes, open_group = _closed_groups(open_group, rows(ranks), bound=bound)
+        new, last = _new_true_positives(bests, closes, last, thresholds, bound=bound)
+        return open_group, tp + new, last
+
+    # Derived from the data, so that the state varies like the inputs under vmap and shard_map.
+    zero = count & 0
+    none = _Best(zero - 1, zero - 1, zero, zero + 1)
+    tp, last = jnp.zeros(len(thresholds), jnp.int32) + zero, jnp.full(len(thresholds), -1) + zero
+    open_group, tp, last = lax.fori_loop(zero, -(-count // chunk), step, (none, tp, last))
+    final = jax.tree_util.tree_map(lambda x: x[None], open_group)
+    return tp + _new_true_positives(final, jnp.ones(1, bool), last, thresholds, bound=bound)[0]

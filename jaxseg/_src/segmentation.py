@@ -7,19 +7,23 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import largest, rows_at_once
-from jaxseg._src.capacity import capacity_ladder, in_blocks, rung
+from jaxseg._src.batching import rows_at_once
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.edit import edit_score_from_distance, segment_edit_distance
+from jaxseg._src.edit import (
+    edit_score_from_distance,
+    pattern_rows,
+    segment_edit_distance,
+    words_edit_distance,
+)
 from jaxseg._src.f1 import (
     Candidates,
     candidate_bound,
-    legacy_last_end,
+    candidate_chunk,
     match_candidates,
     match_counts,
+    table_match_counts,
 )
 from jaxseg._src.numerics import count_set_bits, precision_recall_f1
 from jaxseg._src.programs import one_program
@@ -27,12 +31,11 @@ from jaxseg._src.segments import (
     WORD_BITS,
     PairWords,
     Segments,
-    compact_batch,
     full_lengths,
+    index_bits,
     mask_summary,
     pair_words,
     segments_from_words,
-    unpack_bits,
 )
 
 DEFAULT_IOU_THRESHOLDS = (0.1, 0.25, 0.5)
@@ -73,9 +76,9 @@ def tables_from_words(
     candidate_capacity,
     contiguous,
 ) -> tuple[Segments, Segments, Candidates | None]:
-    """The target and predicted segment tables and the candidate matches of one sequence,
-    from the boundary words of its frame pass (``contiguous``: there is no background;
-    ``candidate_capacity`` 0: no candidates, for the edit distance alone)."""
+    """The target and predicted segment tables of one sequence, from the boundary words of
+    its frame pass, and the candidate matches (``candidate_capacity`` 0: none; ``contiguous``:
+    there is no background)."""
     target = segments_from_words(
         targets, n, words.target, capacity=target_capacity, contiguous=contiguous
     )
@@ -98,173 +101,43 @@ def statistics_from_tables(
     words: PairWords,
     target: Segments,
     prediction: Segments,
-    candidates: Candidates | None,
+    candidates: Candidates,
     *,
     thresholds,
     legacy_asformer_end,
 ) -> SegmentationStatistics:
     """Statistics of one sequence from its boundary words, segment tables and candidate
-    matches (without candidates, for no threshold: the edit distance alone)."""
+    matches (the Evaluator's, sized to its batch)."""
     overflow = (target.count > target.labels.shape[-1]) | (
         prediction.count > prediction.labels.shape[-1]
     )
     distance = segment_edit_distance(target, prediction)
-    if legacy_asformer_end:
-        target, prediction = legacy_last_end(target, n), legacy_last_end(prediction, n)
-    if candidates is None:
-        tp = fp = fn = jnp.zeros((0,), jnp.int32)
-    else:
-        overflow = overflow | (candidates.count > candidates.owner.shape[-1])
+    tp, fp, fn = (jnp.zeros((0,), jnp.int32),) * 3
+    if thresholds:
         frames = words.correct.shape[-1] * WORD_BITS
-        tp, fp, fn = match_counts(target, prediction, candidates, thresholds, frames=frames)
+        options = dict(legacy_asformer_end=legacy_asformer_end, frames=frames)
+        tp, fp, fn = table_match_counts(target, prediction, candidates, n, thresholds, **options)
     correct = count_set_bits(words.correct)
     return SegmentationStatistics(
         n, correct, distance, target.count, prediction.count, tp, fp, fn, overflow
     )
 
 
-def _batch_statistics(targets, predictions, lengths, words, *, capacities, thresholds, **rule):
-    """Statistics of a batch ``[B, T]`` of prefix sequences (valid frames ``< lengths``) with
-    their boundary words, at static ``capacities`` (target, prediction, candidates)."""
-    target_capacity, prediction_capacity, candidate_capacity = capacities
-
-    def one(t, p, n, w):
-        tables = tables_from_words(
-            t,
-            p,
-            n,
-            w,
-            target_capacity=target_capacity,
-            prediction_capacity=prediction_capacity,
-            candidate_capacity=candidate_capacity if thresholds else 0,
-            contiguous=not rule["background"],
-        )
-        return statistics_from_tables(
-            n, w, *tables, thresholds=thresholds, legacy_asformer_end=rule["legacy_asformer_end"]
-        )
-
-    return jax.vmap(one)(targets, predictions, lengths, words)
-
-
-def _batch_words(targets, predictions, lengths, background):
-    return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
-
-
-def _at_capacities(capacities: tuple, shape: tuple, rule: dict, *, compact: bool):
-    """A branch of :func:`_statistics_of_rows`: the statistics at static ``capacities``
-    (target, prediction, candidates) from the frame pass's words; with ``compact``, the valid
-    frames are first moved to the front (a mask with gaps) and the words computed again.
-    ``shape`` ``(B, T)`` is the batch's."""
-    T = shape[-1]
-
-    def run(targets, predictions, lengths, words, mask_words):
-        if compact:
-            mask = jax.vmap(unpack_bits, in_axes=(0, None))(mask_words, T)
-            (targets, predictions), lengths = compact_batch((targets, predictions), mask)
-            words = _batch_words(targets, predictions, lengths, rule["background"])
-        return _batch_statistics(
-            targets, predictions, lengths, words, capacities=capacities, **rule
-        )
-
-    block = _sequences_per_block(capacities[:2], shape, rule["background"])
-    return functools.partial(in_blocks, run, block=block)
-
-
-def _sequences_per_block(tables: tuple, shape: tuple, background: tuple) -> int | None:
-    """How many sequences of a batch of ``shape`` ``(B, T)`` one block of
-    :func:`~jaxseg._src.capacity.in_blocks` holds with segment ``tables`` of these (target,
-    prediction) capacities: on CPU, as many as keep the program's scratch memory within
-    ``_SCRATCH_BUDGET``; elsewhere all.
-
-    XLA:CPU allocates a program's scratch memory afresh on every call, and glibc serves
-    blocks beyond its mmap threshold (at most 32 MiB) straight from the kernel, so every page
-    the program touches is faulted in again on every call. The scratch of the larger rungs
-    (hundreds of MB, even when they do not run) put every call of a Breakfast-sized batch
-    there, the faults a large part of its time (``benchmarks/README.md``). Blocks cost time
-    of their own, so they are as large as the budget allows. Other backends keep their
-    memory in a pool.
-    """
-    if jax.default_backend() != "cpu":
-        return None
-    rows, T = shape
-    # The frame pass's words, outside the blocks, take under a byte per frame.
-    room = max(_SCRATCH_BUDGET - rows * T, _SCRATCH_BUDGET // 4)
-    return max(1, room // _scratch_per_sequence(tables, T, background))
-
-
-def _scratch_per_sequence(tables: tuple, T: int, background: tuple) -> int:
-    """An upper estimate of one sequence's XLA:CPU scratch memory with segment ``tables`` of
-    these capacities, in bytes.
-
-    Measured with XLA's ``memory_analysis`` (jax 0.10, T = 500-30000): 87-100 bytes per row
-    of the two tables' mean capacity (tables of 128 and 1024 rows take about as much as two
-    of 576), 125-175 with background, and about one byte per frame; beyond 16384 frames (512
-    words) the rows take about T / 40 bytes (T / 20 with background).
-    """
-    capacity = -(-sum(tables) // 2)
-    per_row = 100 if T <= 16384 else T // 40 + 1
-    if background:
-        per_row *= 2
-    return capacity * per_row + T
-
-
-# Below glibc's largest mmap threshold (32 MiB).
-_SCRATCH_BUDGET = 30 << 20
-
-
-def _rung_capacities(words: PairWords, T: int):
-    """The capacities (target, prediction, candidates) of each branch of the tables' ladder
-    (:func:`_table_rungs`), the index of the smallest that holds every sequence's segments
-    and candidate matches, and the index of the branch of T rows."""
-    ladder = capacity_ladder(T, **_LADDER)
-    index = _table_rung(
-        ladder, words.target.starts.total, words.prediction.starts.total, words.matches.total
+def _matches(
+    words: PairWords, n, valid=None, *, thresholds, background, legacy_asformer_end, chunk=128
+):
+    """``(tp, fp, fn)`` int32 ``[K]`` of one sequence (none for no threshold)."""
+    if not thresholds:
+        return (jnp.zeros((0,), jnp.int32),) * 3
+    return match_counts(
+        words,
+        n,
+        thresholds,
+        background=background,
+        legacy_asformer_end=legacy_asformer_end,
+        chunk=chunk,
+        valid=valid,
     )
-    # As many candidates as two tables can have without background; with it they can have
-    # more, and _table_rung chooses a rung that holds them.
-    sizes = [(*t, candidate_bound(*t, ())) for t in _table_rungs(ladder)]
-    return sizes, index, len(ladder) - 1
-
-
-def _table_rungs(ladder: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """The (target, prediction) table capacities compiled for a capacity ``ladder``: each
-    rung for both tables, then the smallest rung for the targets with each larger rung but
-    the last for the predictions.
-
-    Predictions split into many more segments than the targets have (a weak model, or one
-    without smoothing) are the usual reason for a larger rung: there the target table stays
-    as small as the targets need, and the candidate matches with it ((128 + c) / 2 of them;
-    a batch with more, possible with background, takes the rung of both). Every rung
-    compiles once more, so targets with many more segments than the predictions take the
-    rung of both.
-
-    >>> _table_rungs((128, 1024, 6000))
-    ((128, 128), (1024, 1024), (6000, 6000), (128, 1024))
-    """
-    return (*((c, c) for c in ladder), *((ladder[0], c) for c in ladder[1:-1]))
-
-
-def _table_rung(ladder: tuple[int, ...], target_counts, prediction_counts, match_counts):
-    """Index into :func:`_table_rungs` of the smallest tables that hold every count, with
-    room for the candidate matches: as many as two tables can have without background
-    (:func:`~jaxseg._src.f1.candidate_bound`; on a rung of equal tables, their rows) (under
-    ``jax.vmap``, the counts of all examples: :func:`~jaxseg._src.capacity.rung`)."""
-    for_targets = rung(ladder, target_counts)
-    for_predictions = rung(ladder, jnp.maximum(prediction_counts, match_counts))
-    both = jnp.maximum(for_targets, for_predictions)
-    last = len(ladder) - 1
-    uneven_candidates = jnp.array([candidate_bound(ladder[0], c, ()) for c in ladder])
-    uneven = (
-        (for_targets == 0)
-        & (for_predictions > 0)
-        & (for_predictions < last)
-        & (largest(match_counts) <= uneven_candidates[for_predictions])
-    )
-    return jnp.where(uneven, last + for_predictions, both)
-
-
-# The tables' cost grows with their capacity: rungs 8x apart keep the compiled branches few.
-_LADDER = dict(smallest=128, factor=8)
 
 
 def _statistics(
@@ -277,8 +150,11 @@ def _statistics(
     max_predicted_segments,
     legacy_asformer_end,
     ignore_index=None,
+    *,
+    edit: bool = True,
 ) -> SegmentationStatistics:
-    """:func:`segmentation_statistics` for ``iou_thresholds`` (a tuple, or None: edit only).
+    """:func:`segmentation_statistics` for ``iou_thresholds`` (a tuple, or None: edit only);
+    without ``edit`` the edit distances are 0 (the segmental counts alone).
 
     The arguments are validated here, and the computation is a program of its own per shape
     and static arguments: traced once for all the metrics of a user's ``jax.jit`` that share
@@ -296,7 +172,7 @@ def _statistics(
         legacy_asformer_end,
     )
     chosen = max_target_segments is not None or max_predicted_segments is not None
-    capacities = ("target_capacity", "prediction_capacity", "candidate_capacity")
+    capacities = ("target_capacity", "prediction_capacity")
     return _statistics_program(
         targets,
         predictions,
@@ -306,6 +182,7 @@ def _statistics(
         legacy_asformer_end=static["legacy_asformer_end"],
         capacities=tuple(static[k] for k in capacities) if chosen else None,
         ignore_index=checks.static_ignore_index(ignore_index),
+        edit=edit,
     )
 
 
@@ -317,56 +194,61 @@ def _statistics(
         "legacy_asformer_end",
         "capacities",
         "ignore_index",
+        "edit",
     ),
 )
-def _statistics_program(targets, predictions, mask, *, capacities, ignore_index, **rule):
-    """The statistics of validated labels ``[..., T]`` at static ``capacities`` (target,
-    prediction, candidates), or at the capacities chosen per call when they are ``None``;
+def _statistics_program(targets, predictions, mask, *, capacities, ignore_index, edit, **rule):
+    """The statistics of validated labels ``[..., T]``, sequences with more segments than
+    the static ``capacities`` (target, prediction; ``None``: no limit) flagged as overflowing;
     frames whose target is ``ignore_index`` are removed like masked ones."""
     mask = checks.without_ignored(targets, mask, ignore_index)
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
-    # Under jax.vmap the mapped sequences join the batch: one rung (and one decision to
-    # compact the masked frames) for all of them.
-    of_rows = functools.partial(_statistics_of_rows, capacities=capacities, rule=rule)
+    # Under jax.vmap the mapped sequences join the batch: the loops' step widths are sized
+    # by the whole batch (candidate_chunk, pattern_rows).
+    of_rows = functools.partial(_statistics_of_rows, capacities=capacities, edit=edit, rule=rule)
     stats = rows_at_once(of_rows)(*flat)
     return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
 
 
-def _statistics_of_rows(targets, predictions, mask, *, capacities, rule):
+def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
     """:func:`_statistics_program` of a flat batch ``[B, T]``.
 
-    The frame pass runs once, before any branch: its words give the true counts that choose
-    the capacities when they are not given (:func:`_rung_capacities`), and it is the pass
-    that accuracy shares under one ``jax.jit``. A mask with a gap (not a prefix) takes the
-    branch that moves the valid frames to the front first (a sort): at given capacities, a
-    branch of its own; otherwise the last rung (tables of T rows).
+    The frame pass runs once: it is the pass that accuracy shares under one ``jax.jit``, and
+    its words give the segment counts, the candidate matches and the segments' labels. A mask
+    is taken as its bits, gaps anywhere (:func:`~jaxseg._src.segments.pair_words`).
     """
-    T = max(targets.shape[-1], 1)
     if mask is None:
-        lengths, mask_words = full_lengths(targets), None
+        lengths, valid = full_lengths(targets), None
     else:
-        # The branches take the mask as words: a bool mask there would be materialised, an
-        # array of the labels' size in the program's scratch memory (see _SCRATCH_BUDGET).
-        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
-    words = _batch_words(targets, predictions, lengths, rule["background"])
+        lengths, _, mask_words = jax.vmap(mask_summary)(mask)
+        valid = jax.vmap(index_bits)(mask_words)
+    words = jax.vmap(pair_words, in_axes=(0, 0, 0, None, 0))(
+        targets, predictions, lengths, rule["background"], valid
+    )
+    distance = jnp.zeros(lengths.shape, jnp.int32)
+    if edit:
+        block = pattern_rows(lengths.shape[0])
+        edit_distances = functools.partial(words_edit_distance, block=block)
+        distance = jax.vmap(edit_distances)(targets, predictions, words)
+    return _with_distances(lengths, words, distance, valid, capacities, rule)
+
+
+def _with_distances(lengths, words, distance, valid, capacities, rule) -> SegmentationStatistics:
+    """The statistics of prefix rows from their frame pass's words and edit distances."""
+    target_segments = words.target.starts.total
+    predicted_segments = words.prediction.starts.total
     if capacities is None:
-        sizes, index, compacting = _rung_capacities(words, T)
+        overflow = jnp.zeros(lengths.shape, jnp.bool_)
     else:
-        # One branch for prefix masks, one that compacts masks with gaps.
-        sizes = [capacities] if mask is None else [capacities, capacities]
-        index, compacting = 0, 1
-    if mask is not None:
-        index = jnp.where(jnp.all(is_prefix), index, compacting)
-    shape = (targets.shape[0], T)
-    branches = [
-        _at_capacities(c, shape, rule, compact=mask is not None and i == compacting)
-        for i, c in enumerate(sizes)
-    ]
-    operands = (targets, predictions, lengths, words, mask_words)
-    if len(branches) == 1:
-        return branches[0](*operands)
-    return lax.switch(index, branches, *operands)
+        overflow = (target_segments > capacities[0]) | (predicted_segments > capacities[1])
+    chunk = candidate_chunk(lengths.shape[0])
+    matches = functools.partial(_matches, chunk=chunk, **rule)
+    tp, fp, fn = jax.vmap(matches)(words, lengths, valid)
+    correct = jax.vmap(count_set_bits)(words.correct)
+    return SegmentationStatistics(
+        lengths, correct, distance, target_segments, predicted_segments, tp, fp, fn, overflow
+    )
 
 
 @renamed_arguments(overlaps="iou_thresholds")
@@ -395,13 +277,11 @@ def segmentation_statistics(
       mask: optional bool ``[..., T]``, True = valid frame (masked frames are removed first).
       iou_thresholds: static tuple of IoU thresholds in (0, 1], simple fractions such as 0.1.
       background: static tuple of labels that form no segment.
-      max_target_segments: static capacity of the target segment table, a memory bound.
-        ``None`` (with ``max_predicted_segments`` ``None``): each call uses the smallest of a
-        few static capacities (128, 1024, ..., T; target tables of 128 beside larger
-        prediction tables) that holds the batch's segments, so it costs what the data needs
-        and never truncates (under ``jax.vmap``, one capacity for all mapped sequences).
-      max_predicted_segments: static capacity of the predicted segment table (``None``: as
-        above, or T when ``max_target_segments`` is given).
+      max_target_segments: optional static limit on a sequence's target segments: one with
+        more is reported (``overflow``), not counted. No table is sized by it (the kernels'
+        loops run as many steps as the data needs), so ``None``, no limit, is exact and as
+        fast.
+      max_predicted_segments: the same for the predicted segments.
       legacy_asformer_end: static; if True the last segment ends one frame early when it
         reaches the end of the sequence, as in the ASFormer, DiffAct and ASRF scripts.
       ignore_index: optional static int: frames whose target equals it are removed like
@@ -475,7 +355,15 @@ def _counts(
 ):
     """``(tp, fp, fn)`` float32 ``[..., K]`` of :func:`segmental_counts` (NaN on overflow)."""
     stats = _statistics(
-        targets, predictions, mask, iou_thresholds, background, *capacities, legacy, ignore_index
+        targets,
+        predictions,
+        mask,
+        iou_thresholds,
+        background,
+        *capacities,
+        legacy,
+        ignore_index,
+        edit=False,
     )
     return tuple(_nan_if(stats.overflow, x.astype(jnp.float32)) for x in stats[5:8])
 
@@ -504,12 +392,9 @@ def edit_distance(
         so segments on both sides of a masked gap can merge).
       background: static tuple of labels that form no segment (removed after run-length
         encoding: two same-label segments split by background stay two).
-      max_target_segments: static capacity of the target segment table, a memory bound
-        (overflow gives NaN). ``None`` (with ``max_predicted_segments`` ``None``): each call
-        uses the smallest of a few static capacities that holds the batch's segments (under
-        ``jax.vmap``, of all mapped sequences), exact for any input.
-      max_predicted_segments: the same for the predictions (``None``: T when
-        ``max_target_segments`` is given).
+      max_target_segments: optional static limit on a sequence's target segments: one with
+        more gives NaN. No table is sized by it, so ``None`` (no limit) is exact and as fast.
+      max_predicted_segments: the same for the predicted segments.
       ignore_index: optional static int: frames whose target equals it are removed like
         masked ones (ASRF's ``ignore_index``, PyTorch-style padding such as -100).
 
@@ -552,8 +437,8 @@ def edit_score(
 
     Returns:
       float32 ``[...]`` in [0, 1]; 1.0 when neither sequence has a segment (MS-TCN's
-      ``eval.py`` returns NaN there and kage1020's evaluator 0.0); NaN where a segment
-      capacity overflowed.
+      ``eval.py`` returns NaN there and kage1020's evaluator 0.0); NaN past a segment
+      limit.
 
     >>> float(edit_score([1, 1, 2, 2, 3], [1, 2, 2, 4, 3]))
     0.75

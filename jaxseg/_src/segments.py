@@ -74,7 +74,7 @@ def mask_summary(mask):
     are a prefix, and the mask bit-packed (:func:`pack_bits`)."""
     words = pack_bits(mask)
     length = count_set_bits(words)
-    return length, jnp.all(words == _valid_words(length, words.shape[-1])), words
+    return length, jnp.all(words == valid_words(length, words.shape[-1])), words
 
 
 def compact_batch(arrays, mask):
@@ -184,7 +184,7 @@ def representable(background: tuple[int, ...], dtype) -> tuple[int, ...]:
     return tuple(b for b in background if info.min <= b <= info.max)
 
 
-def _valid_words(n, words: int):
+def valid_words(n, words: int):
     """uint32 ``[words]``: bit ``b`` of word ``w`` is set iff frame ``32 w + b < n``."""
     remaining = jnp.clip(n - WORD_BITS * jnp.arange(words), 0, WORD_BITS).astype(jnp.uint32)
     return jnp.where(remaining == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << remaining) - 1)
@@ -276,20 +276,22 @@ def _kept_words(labels, valid, background: tuple[int, ...]):
 
 def _run_and_kept_words(labels, n, background: tuple[int, ...]):
     """The frame pass over one sequence: run starts and kept (non-background) frames."""
-    valid = _valid_words(n, word_count(labels.shape[-1]))
+    valid = valid_words(n, word_count(labels.shape[-1]))
     runs = (_change_words(labels) | _frame_bit(0, valid.shape[-1])) & valid
     return runs, _kept_words(labels, valid, background)
 
 
-def _label_words(runs, kept, n) -> LabelWords:
-    last_frames = (_next_frame(runs) | _frame_bit(n - 1, runs.shape[-1])) & kept
-    return LabelWords(index_bits(runs & kept), last_frames)
+def _label_words(runs, kept, last, before_gaps=0) -> LabelWords:
+    """:class:`LabelWords` from run starts and kept frames; a run ends before the next one
+    starts, at the ``last`` valid frame, and where ``before_gaps`` says."""
+    ends = _next_frame(runs) | _frame_bit(last, runs.shape[-1]) | before_gaps
+    return LabelWords(index_bits(runs & kept), ends & kept)
 
 
 def label_words(labels, n, background: tuple[int, ...]) -> LabelWords:
     """Run and segment boundaries of ``labels[:n]`` as bit-packed words (one sequence)."""
     runs, kept = _run_and_kept_words(labels, n, background)
-    return _label_words(runs, kept, n)
+    return _label_words(runs, kept, n - 1)
 
 
 class PairWords(NamedTuple):
@@ -349,28 +351,104 @@ def background_flags(targets, predictions, background: tuple[int, ...]):
     return jnp.stack(words).reshape(2, len(background), -1)
 
 
-def pair_words(targets, predictions, n, background: tuple[int, ...]) -> PairWords:
+def pair_words(
+    targets, predictions, n, background: tuple[int, ...], valid: IndexedBits | None = None
+) -> PairWords:
     """Every boundary the segmental metrics need, from the frame passes of a sequence pair
-    (:func:`pair_flags`, and :func:`background_flags` where there is background)."""
+    (:func:`pair_flags`, and :func:`background_flags` where there is background).
+
+    The valid frames are the first ``n``, or the set bits of ``valid`` (a mask, whose gaps
+    may fall anywhere): boundaries are then those of the sequence with the masked frames
+    removed, marked at the valid frames' own positions (:func:`_across_gaps`).
+    """
     changes_t, changes_p, correct = pair_flags(targets, predictions)
-    valid = _valid_words(n, correct.shape[-1])
-    first = _frame_bit(0, valid.shape[-1])
-    runs_t, runs_p = (changes_t | first) & valid, (changes_p | first) & valid
-    correct = correct & valid
-    if background:
-        labelled = background_flags(targets, predictions, background) & valid[None, None]
+    words = correct.shape[-1]
+    if valid is None:
+        in_sequence, first, last = valid_words(n, words), _frame_bit(0, words), n - 1
     else:
-        labelled = jnp.zeros((2, 0, valid.shape[-1]), jnp.uint32)
+        in_sequence = valid.words
+        first = _frame_bit(select_ranks(valid, jnp.zeros((1,), jnp.int32))[0], words)
+        first = jnp.where(n > 0, first, 0)
+        last = jnp.where(n > 0, select_ranks(valid, jnp.maximum(n - 1, 0)[None])[0], -1)
+    runs_t = (changes_t | first) & in_sequence
+    runs_p = (changes_p | first) & in_sequence
+    correct = correct & in_sequence
+    if background:
+        labelled = background_flags(targets, predictions, background) & in_sequence[None, None]
+    else:
+        labelled = jnp.zeros((2, 0, words), jnp.uint32)
     in_background = lax.reduce(labelled, np.uint32(0), lax.bitwise_or, (1,))
-    kept_t, kept_p = valid & ~in_background[0], valid & ~in_background[1]
+    kept_t, kept_p = in_sequence & ~in_background[0], in_sequence & ~in_background[1]
+    before_gaps = (jnp.zeros_like(runs_t), jnp.zeros_like(runs_p))
+    if valid is not None:
+        runs_t, runs_p, before_gaps = _across_gaps(
+            targets, predictions, valid, first, runs_t, runs_p
+        )
     pair_runs = runs_t | runs_p  # a run of the pair of labels starts
     return PairWords(
-        _label_words(runs_t, kept_t, n),
-        _label_words(runs_p, kept_p, n),
+        _label_words(runs_t, kept_t, last, before_gaps[0]),
+        _label_words(runs_p, kept_p, last, before_gaps[1]),
         correct,
         index_bits(pair_runs & correct & kept_t),
         labelled,
     )
+
+
+def _previous_frame(words):
+    """Bit ``t`` of the result is bit ``t - 1`` of ``words``."""
+    preceding = lax.pad(words, jnp.uint32(0), ((1, -1, 0),))
+    return (words << 1) | (preceding >> (WORD_BITS - 1))
+
+
+def _bits_at(frames, chosen, words: int):
+    """uint32 ``[words]`` with the bits of ``frames [C]`` set where ``chosen`` (distinct
+    frames)."""
+    at = (frames // WORD_BITS)[:, None] == jnp.arange(words)[None, :]
+    bit = jnp.uint32(1) << (frames % WORD_BITS).astype(jnp.uint32)
+    return jnp.sum(jnp.where(at & chosen[:, None], bit[:, None], 0), axis=0, dtype=jnp.uint32)
+
+
+# Gap ends settled per loop step of _across_gaps.
+_GAP_CHUNK = 32
+
+
+def _across_gaps(targets, predictions, valid: IndexedBits, first, runs_t, runs_p):
+    """Run starts of a sequence whose masked frames are removed, at the valid frames.
+
+    A valid frame after masked ones (a gap's end) starts a run iff its label differs from
+    the last valid frame's before the gap, not from the masked frame before it; and that last
+    valid frame ends a segment iff a run starts after the gap. The gap ends are settled in
+    chunks of ``_GAP_CHUNK``, as many as there are (none for a prefix mask).
+
+    Returns:
+      ``(runs_t, runs_p, (ends_t, ends_p))``: the run starts, and the last frames before the
+      gaps that end a run.
+    """
+    words = runs_t.shape[-1]
+    gap_ends = index_bits(valid.words & ~_previous_frame(valid.words) & ~first)
+    count = gap_ends.total
+
+    def step(i, state):
+        runs_t, runs_p, ends_t, ends_p = state
+        k = i * _GAP_CHUNK + jnp.arange(_GAP_CHUNK, dtype=jnp.int32)
+        live = k < count
+        after = select_ranks(gap_ends, jnp.clip(k, 0, jnp.maximum(count - 1, 0)))
+        before = select_ranks(valid, jnp.maximum(bits_before(valid, after) - 1, 0))
+        starts_t = live & (targets[after] != targets[before])
+        starts_p = live & (predictions[after] != predictions[before])
+        settled = _bits_at(after, live, words)
+        runs_t = (runs_t & ~settled) | _bits_at(after, starts_t, words)
+        runs_p = (runs_p & ~settled) | _bits_at(after, starts_p, words)
+        ends_t = ends_t | _bits_at(before, starts_t, words)
+        ends_p = ends_p | _bits_at(before, starts_p, words)
+        return runs_t, runs_p, ends_t, ends_p
+
+    steps = -(-count // _GAP_CHUNK)
+    zero = jnp.zeros_like(runs_t)
+    runs_t, runs_p, ends_t, ends_p = lax.fori_loop(
+        count & 0, steps, step, (runs_t, runs_p, zero, zero)
+    )
+    return runs_t, runs_p, (ends_t, ends_p)
 
 
 def background_tallies(words: PairWords):
@@ -393,41 +471,48 @@ def _select_in_word(word, rank):
     return position
 
 
-def select_bits(bits: IndexedBits, capacity: int):
-    """Frame indices of the first ``capacity`` set bits of ``bits`` and the total count.
+def select_ranks(bits: IndexedBits, ranks):
+    """Frame indices of the set bits of ``bits`` of 0-based ``ranks`` (int32 ``[m]``, each
+    below the number of set bits).
 
     The word holding the k-th bit is found in two comparison steps over the words' running
     popcounts: first against the running count at the end of every block of ``b ~ sqrt(W)/2``
     words, then against the ``b`` counts of the block found (one contiguous gather). The bit
     inside the word comes from :func:`_select_in_word`. Compared with a binary search (one
     dependent gather per step) this is 1.5-2x faster on CPU and half the compile time.
-
-    The comparisons take ``capacity x b`` cells; beyond ``_SELECT_CELLS`` the ranks are
-    selected in chunks, one after another, so that memory grows with the capacity alone.
     """
     words, running = bits
     n_words = words.shape[-1]
     block = _search_block(n_words)
     grid = running.reshape(-1, block)
-    blocks = grid.shape[0]
+    before = jnp.sum(grid[None, :, -1] <= ranks[:, None], axis=-1, dtype=jnp.int32)
+    before = jnp.minimum(before, grid.shape[0] - 1)
+    inside = jnp.sum(grid[before] <= ranks[:, None], axis=-1, dtype=jnp.int32)
+    word = jnp.minimum(before * block + inside, n_words - 1)
+    rank = ranks - (running[word] - popcount(words[word]).astype(jnp.int32))
+    return word * WORD_BITS + _select_in_word(words[word], rank)
 
-    def frames_of(k):
-        """Frames of the set bits of ranks ``k [m]``."""
-        before = jnp.sum(grid[None, :, -1] <= k[:, None], axis=-1, dtype=jnp.int32)
-        before = jnp.minimum(before, blocks - 1)
-        inside = jnp.sum(grid[before] <= k[:, None], axis=-1, dtype=jnp.int32)
-        word = jnp.minimum(before * block + inside, n_words - 1)
-        rank = k - (running[word] - popcount(words[word]).astype(jnp.int32))
-        return word * WORD_BITS + _select_in_word(words[word], rank)
 
+def select_bits(bits: IndexedBits, capacity: int):
+    """Frame indices of the first ``capacity`` set bits of ``bits`` and the total count.
+
+    The comparisons of :func:`select_ranks` take ``capacity x b`` cells; beyond
+    ``_SELECT_CELLS`` the ranks are selected in chunks, one after another, so that memory
+    grows with the capacity alone.
+    """
+    running = bits.running
+    n_words = bits.words.shape[-1]
+    block = _search_block(n_words)
+    blocks = running.shape[-1] // block
     # Derived from the data, so that k is batched (and sharded) like ``running`` under vmap.
     k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
     chunk = max(1, _SELECT_CELLS // max(block, blocks))
     if capacity <= chunk:
-        return frames_of(k), bits.total
+        return select_ranks(bits, k), bits.total
     steps = -(-capacity // chunk)
     k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
-    return lax.map(frames_of, k).reshape(-1)[:capacity], bits.total
+    frames = lax.map(functools.partial(select_ranks, bits), k)
+    return frames.reshape(-1)[:capacity], bits.total
 
 
 # Comparison cells one selection may hold at once (see select_bits).

@@ -197,8 +197,8 @@ def segmentation(
       num_classes: optional static C (labels then in ``[0, C)``): ``compute`` also returns
         :func:`frame_metrics`' ``class_accuracy``, ``mean_class_accuracy``, ``confusion``
         and ``frame_precision``/``frame_recall``/``frame_f1``.
-      max_target_segments, max_predicted_segments: static memory bounds of the segment
-        tables, as in :func:`jaxseg.metrics.segmental_counts` (``None``: what a batch needs).
+      max_target_segments, max_predicted_segments: optional static limits on a video's
+        segments, as in :func:`jaxseg.metrics.segmental_counts` (``None``: none).
       legacy_asformer_end: static; reproduce ASFormer's last-segment end (F1 only).
       ignore_index: optional static int: frames whose target equals it are removed like
         masked ones before anything is counted (as in :func:`jaxseg.metrics.edit_score`).
@@ -207,7 +207,7 @@ def segmentation(
       An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
       ``accuracy``, ``edit`` (NaN without data), ``precision``/``recall``/``f1`` (float32
       ``[K]``, 0 where 0/0), and the exact counts ``videos``, ``frames``, ``tp``/``fp``/``fn``
-      (``[K]``, summed over videos) and ``overflow`` (videos whose segment tables overflowed;
+      (``[K]``, summed over videos) and ``overflow`` (videos past a segment limit;
       then ``edit`` and the segmental scores are NaN). Counts are int32 (int64 with
       ``jax_enable_x64``); a count past int32 is -1, never rounded, and
       ``jaxseg.streaming.to_int`` reads the state's counts exactly on the host, where float64
