@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxseg._src.batching import largest
 from jaxseg._src.numerics import compare_products
 from jaxseg._src.segments import (
     WORD_BITS,
@@ -165,25 +166,35 @@ def _keep_best(earlier: _Best, later: _Best, *, bound: int) -> _Best:
     return _Best(*(jnp.where(keep, a, b) for a, b in zip(earlier, later)))
 
 
-def _inclusive_scan(combine, rows):
-    """Inclusive scan of the associative ``combine`` over the leading axis of ``rows``, by
-    doubling: step ``k`` combines each row with the one ``2**k`` rows before it.
+def _inclusive_scan(combine, rows, levels):
+    """Inclusive scan of the associative ``combine`` within runs of at most ``2**levels``
+    rows (along the leading axis of ``rows``), by doubling: step ``k`` combines each row with
+    the one ``2**k`` rows before it.
 
-    Plain shifted slices rather than ``lax.associative_scan``'s strided ones: faster for the
-    rows of a chunk (`benchmarks/README.md`).
+    ``levels`` (int32 scalar, may be traced) comes from the data: a prediction usually
+    overlaps a few targets, so a few steps settle every group, where a full scan would take
+    ``log2`` of the rows.
     """
     size = jax.tree_util.tree_leaves(rows)[0].shape[0]
-    for k in range((size - 1).bit_length()):
-        rows = _combine_with_earlier(combine, rows, 1 << k)
-    return rows
+
+    def level(k, rows):
+        step = jnp.left_shift(1, k)
+        earlier = jax.tree_util.tree_map(lambda x: jnp.roll(x, step, axis=0), rows)
+        combined = combine(earlier, rows)
+        has_earlier = jnp.arange(size) >= step
+        return jax.tree_util.tree_map(lambda x, c: jnp.where(has_earlier, c, x), rows, combined)
+
+    return lax.fori_loop(0, levels, level, rows)
 
 
-def _combine_with_earlier(combine, rows, step: int):
-    """Each row of ``rows`` from ``step`` on combined with the row ``step`` before it."""
-    earlier = jax.tree_util.tree_map(lambda x: x[:-step], rows)
-    later = jax.tree_util.tree_map(lambda x: x[step:], rows)
-    combined = combine(earlier, later)
-    return jax.tree_util.tree_map(lambda x, c: jnp.concatenate([x[:step], c]), rows, combined)
+def _doubling_levels(owner):
+    """Steps of :func:`_inclusive_scan` that cover the longest group of rows of one
+    ``owner`` (rows past the last candidate aside); under ``jax.vmap``, of all examples."""
+    index = jnp.arange(owner.shape[0], dtype=jnp.int32)
+    starts = jnp.concatenate([jnp.ones(1, bool), owner[1:] != owner[:-1]])
+    length = index - lax.cummax(jnp.where(starts, index, 0), axis=0) + 1
+    longest = jnp.max(jnp.where(owner != _NO_OWNER, length, 1))
+    return largest(32 - lax.clz(longest - 1))
 
 
 def _closed_groups(open_group: _Best, rows: _Best, *, bound: int):
@@ -192,7 +203,8 @@ def _closed_groups(open_group: _Best, rows: _Best, *, bound: int):
     of ``bests`` is the best of a group that ends there where ``closes[i]``."""
     rows = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), open_group, rows)
     rows = lax.optimization_barrier(rows)
-    bests = _inclusive_scan(functools.partial(_keep_best, bound=bound), rows)
+    levels = _doubling_levels(rows.owner)
+    bests = _inclusive_scan(functools.partial(_keep_best, bound=bound), rows, levels)
     closes = rows.owner[:-1] != rows.owner[1:]
     return _Best(*(x[:-1] for x in bests)), closes, _Best(*(x[-1] for x in bests))
 
