@@ -119,8 +119,3 @@ def compact(present):
     """
     order = jnp.argsort(~present, stable=True).astype(jnp.int32)
     return order, jnp.sum(present, dtype=jnp.int32)
-
-
-def position_in(order, size):
-    """Inverse permutation of ``order`` (``size`` entries)."""
-    return jnp.zeros(size, jnp.int32).at[order].set(jnp.arange(size, dtype=jnp.int32))

@@ -211,6 +211,11 @@ def pattern_rows(sequences: int) -> int:
     return min(1024, 1 << (fits.bit_length() - 1))
 
 
+def _clipped(ranks, bits):
+    """``ranks`` within the set bits of ``bits`` (any rank when there are none)."""
+    return jnp.clip(ranks, 0, jnp.maximum(bits.total - 1, 0))
+
+
 def words_edit_distance(targets, predictions, words: PairWords, *, block=_BLOCK_ROWS):
     """Levenshtein distance of one sequence's segment label sequences, from its frame pass.
 
@@ -223,16 +228,12 @@ def words_edit_distance(targets, predictions, words: PairWords, *, block=_BLOCK_
     swap = starts_t.total < starts_p.total
     m = jnp.maximum(starts_t.total, starts_p.total)
     nt = jnp.minimum(starts_t.total, starts_p.total)
-    # The longer sequence's words and labels, and the other's: a choice of per-sequence
-    # operands, so that each entry's label takes one selection.
-    pick = lambda a, b: jax.tree_util.tree_map(lambda x, y: jnp.where(swap, y, x), a, b)  # noqa: E731
-    pattern_bits, text_bits = pick(starts_t, starts_p), pick(starts_p, starts_t)
+    # Each entry's label is selected from both sequences' words and chosen per sequence:
+    # choosing the words instead would copy them (two bit arrays per sequence of the batch).
 
     def labels_of(ranks, pattern):
-        bits = pattern_bits if pattern else text_bits
-        ranks = jnp.clip(ranks, 0, jnp.maximum(bits.total - 1, 0))
-        frames = select_ranks(bits, ranks)
-        from_targets, from_predictions = targets[frames], predictions[frames]
+        from_targets = targets[select_ranks(starts_t, _clipped(ranks, starts_t))]
+        from_predictions = predictions[select_ranks(starts_p, _clipped(ranks, starts_p))]
         return jnp.where(swap == pattern, from_predictions, from_targets)
 
     frames = words.correct.shape[-1] * WORD_BITS
