@@ -302,11 +302,15 @@ def table_match_counts(
 
     _, inter, union = candidate_overlaps(target, prediction, candidates)
     owner = jnp.where(candidates.in_use, candidates.owner, _NO_OWNER)
-    table = _Best(owner, candidates.other, inter, union)
-    rows = lambda ranks: jax.tree_util.tree_map(lambda x: x[ranks], table)  # noqa: E731
-    capacity = candidates.owner.shape[-1]
-    count = jnp.minimum(candidates.count, capacity)
-    tp = _true_positives(rows, count, thresholds, chunk=capacity, bound=_bound(frames, thresholds))
+    bound = _bound(frames, thresholds)
+    # One step over every row: a step with no candidate counts nothing, so none is skipped.
+    state = _matching_step(
+        _Best(owner, candidates.other, inter, union),
+        _start(target.count, thresholds),
+        thresholds,
+        bound,
+    )
+    tp = _finish(state, thresholds, bound)
     return tp, prediction.count - tp, target.count - tp
 
 
@@ -321,16 +325,32 @@ def _true_positives(rows, count, thresholds, *, chunk: int, bound: int):
     gives them in time order), ``chunk`` rows per loop step."""
 
     def step(i, state):
-        open_group, tp, last = state
         ranks = i * chunk + jnp.arange(chunk, dtype=jnp.int32)
-        bests, closes, open_group = _closed_groups(open_group, rows(ranks), bound=bound)
-        new, last = _new_true_positives(bests, closes, last, thresholds, bound=bound)
-        return open_group, tp + new, last
+        return _matching_step(rows(ranks), state, thresholds, bound)
 
-    # Derived from the data, so that the state varies like the inputs under vmap and shard_map.
-    zero = count & 0
+    steps = -(-count // chunk)
+    state = lax.fori_loop(count & 0, steps, step, _start(count, thresholds))
+    return _finish(state, thresholds, bound)
+
+
+def _start(like, thresholds):
+    """The matching's state before any row: no open group, no TP, no target counted (derived
+    from ``like``, so that it varies like the inputs under vmap and shard_map)."""
+    zero = like & 0
     none = _Best(zero - 1, zero - 1, zero, zero + 1)
-    tp, last = jnp.zeros(len(thresholds), jnp.int32) + zero, jnp.full(len(thresholds), -1) + zero
-    open_group, tp, last = lax.fori_loop(zero, -(-count // chunk), step, (none, tp, last))
+    return none, jnp.zeros(len(thresholds), jnp.int32) + zero, jnp.full(len(thresholds), -1) + zero
+
+
+def _matching_step(rows: _Best, state, thresholds, bound: int):
+    """The state after the candidate ``rows [C]`` that follow those of ``state``."""
+    open_group, tp, last = state
+    bests, closes, open_group = _closed_groups(open_group, rows, bound=bound)
+    new, last = _new_true_positives(bests, closes, last, thresholds, bound=bound)
+    return open_group, tp + new, last
+
+
+def _finish(state, thresholds, bound: int):
+    """int32 ``[K]`` true positives, the group left open counted."""
+    open_group, tp, last = state
     final = jax.tree_util.tree_map(lambda x: x[None], open_group)
     return tp + _new_true_positives(final, jnp.ones(1, bool), last, thresholds, bound=bound)[0]
