@@ -381,16 +381,20 @@ def pair_words(
     kept_t, kept_p = in_sequence & ~in_background[0], in_sequence & ~in_background[1]
     before_gaps = (jnp.zeros_like(runs_t), jnp.zeros_like(runs_p))
     if valid is not None:
-        runs_t, runs_p, before_gaps = _across_gaps(
-            targets, predictions, valid, first, runs_t, runs_p
-        )
+        runs_t, runs_p = _across_gaps(targets, predictions, valid, first, runs_t, runs_p)
+        before_gaps = _ends_before_gaps(valid, first, runs_t, runs_p)
     pair_runs = runs_t | runs_p  # a run of the pair of labels starts
-    return PairWords(
-        _label_words(runs_t, kept_t, last, before_gaps[0]),
-        _label_words(runs_p, kept_p, last, before_gaps[1]),
-        correct,
-        index_bits(pair_runs & correct & kept_t),
-        labelled,
+    # Behind a barrier XLA computes the words once for every metric of a jax.jit and the loops
+    # read them, rather than copying or recomputing parts of them per metric: less scratch
+    # memory (benchmarks/README.md).
+    return lax.optimization_barrier(
+        PairWords(
+            _label_words(runs_t, kept_t, last, before_gaps[0]),
+            _label_words(runs_p, kept_p, last, before_gaps[1]),
+            correct,
+            index_bits(pair_runs & correct & kept_t),
+            labelled,
+        )
     )
 
 
@@ -412,43 +416,69 @@ def _bits_at(frames, chosen, words: int):
 _GAP_CHUNK = 32
 
 
+def _gap_ends(valid: IndexedBits, first):
+    """The valid frames that follow masked ones (the first valid frame aside), indexed."""
+    return index_bits(valid.words & ~_previous_frame(valid.words) & ~first)
+
+
+def _gap_pairs(gap_ends: IndexedBits, valid: IndexedBits, i):
+    """The ``i``-th chunk of ``_GAP_CHUNK`` gap ends: which are real, their frames, and the
+    last valid frame before each."""
+    count = gap_ends.total
+    k = i * _GAP_CHUNK + jnp.arange(_GAP_CHUNK, dtype=jnp.int32)
+    after = select_ranks(gap_ends, jnp.clip(k, 0, jnp.maximum(count - 1, 0)))
+    before = select_ranks(valid, jnp.maximum(bits_before(valid, after) - 1, 0))
+    return k < count, after, before
+
+
+def _over_gaps(step, gap_ends: IndexedBits, state):
+    """``state`` through ``step(i, state)`` for each chunk of gap ends (none: no step)."""
+    count = gap_ends.total
+    return lax.fori_loop(count & 0, -(-count // _GAP_CHUNK), step, state)
+
+
 def _across_gaps(targets, predictions, valid: IndexedBits, first, runs_t, runs_p):
-    """Run starts of a sequence whose masked frames are removed, at the valid frames.
+    """Run starts ``(runs_t, runs_p)`` of a sequence whose masked frames are removed, at the
+    valid frames.
 
     A valid frame after masked ones (a gap's end) starts a run iff its label differs from
-    the last valid frame's before the gap, not from the masked frame before it; and that last
-    valid frame ends a segment iff a run starts after the gap. The gap ends are settled in
-    chunks of ``_GAP_CHUNK``, as many as there are (none for a prefix mask).
-
-    Returns:
-      ``(runs_t, runs_p, (ends_t, ends_p))``: the run starts, and the last frames before the
-      gaps that end a run.
+    the last valid frame's before the gap, not from the masked frame before it. The gap ends
+    are settled in chunks of ``_GAP_CHUNK``, as many as there are (none for a prefix mask).
     """
     words = runs_t.shape[-1]
-    gap_ends = index_bits(valid.words & ~_previous_frame(valid.words) & ~first)
-    count = gap_ends.total
+    gap_ends = _gap_ends(valid, first)
 
-    def step(i, state):
-        runs_t, runs_p, ends_t, ends_p = state
-        k = i * _GAP_CHUNK + jnp.arange(_GAP_CHUNK, dtype=jnp.int32)
-        live = k < count
-        after = select_ranks(gap_ends, jnp.clip(k, 0, jnp.maximum(count - 1, 0)))
-        before = select_ranks(valid, jnp.maximum(bits_before(valid, after) - 1, 0))
-        starts_t = live & (targets[after] != targets[before])
-        starts_p = live & (predictions[after] != predictions[before])
+    def step(i, runs):
+        live, after, before = _gap_pairs(gap_ends, valid, i)
         settled = _bits_at(after, live, words)
-        runs_t = (runs_t & ~settled) | _bits_at(after, starts_t, words)
-        runs_p = (runs_p & ~settled) | _bits_at(after, starts_p, words)
-        ends_t = ends_t | _bits_at(before, starts_t, words)
-        ends_p = ends_p | _bits_at(before, starts_p, words)
-        return runs_t, runs_p, ends_t, ends_p
+        starts = (live & (labels[after] != labels[before]) for labels in (targets, predictions))
+        return tuple((r & ~settled) | _bits_at(after, s, words) for r, s in zip(runs, starts))
 
-    steps = -(-count // _GAP_CHUNK)
+    return _over_gaps(step, gap_ends, (runs_t, runs_p))
+
+
+def _ends_before_gaps(valid: IndexedBits, first, runs_t, runs_p):
+    """``(ends_t, ends_p)``: the last valid frames before the gaps after which a run starts
+    (they end a run), from the run starts of :func:`_across_gaps`.
+
+    A loop of its own, so that the loop of the run starts is the same in every program that
+    needs them and XLA merges it (only the segments' ends need this one).
+    """
+    words = runs_t.shape[-1]
+    gap_ends = _gap_ends(valid, first)
+
+    def step(i, ends):
+        live, after, before = _gap_pairs(gap_ends, valid, i)
+        starts = (live & (_bit_at(runs, after) == 1) for runs in (runs_t, runs_p))
+        return tuple(e | _bits_at(before, s, words) for e, s in zip(ends, starts))
+
     zero = jnp.zeros_like(runs_t)
-    runs_t, runs_p, ends_t, ends_p = lax.fori_loop(
-        count & 0, steps, step, (runs_t, runs_p, zero, zero)
-    )
-    return runs_t, runs_p, (ends_t, ends_p)
+    return _over_gaps(step, gap_ends, (zero, zero))
+
+
+def _bit_at(words, frames):
+    """uint32 bit of ``words`` at each of ``frames``."""
+    return (words[frames // WORD_BITS] >> (frames % WORD_BITS).astype(jnp.uint32)) & 1
 
 
 def background_tallies(words: PairWords):
