@@ -695,7 +695,9 @@ def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
 
 
 @pytest.mark.parametrize(
-    "shape, background", [((1712, 6000), ()), ((256, 6000), (0,))], ids=["breakfast", "few-bg"]
+    "shape, background",
+    [((1712, 6000), ()), ((1712, 6000), (0,)), ((256, 6000), (0,))],
+    ids=["breakfast", "breakfast-bg", "few-bg"],
 )
 def test_the_metrics_of_a_dataset_sized_batch_fit_a_small_scratch_memory(shape, background):
     # XLA:CPU allocates the scratch afresh per call; above glibc's mmap threshold (32 MiB at
