@@ -62,7 +62,7 @@ def _fast(targets, predictions, mask, *, background, legacy_asformer_end):
 )
 def test_fast_statistics_equal_the_plain_specification(specs, background, legacy, prefix_only):
     targets, predictions, mask, _ = pad_batch(specs, T_MAX)
-    if prefix_only:  # the fast path's rungs; masks with gaps take the compacting branch
+    if prefix_only:  # no gap loop step; masks with gaps settle the runs across their gaps
         mask = np.arange(T_MAX) < mask.sum(axis=1, keepdims=True)
     options = dict(background=background, legacy_asformer_end=legacy)
     fast = _fast(targets, predictions, mask, **options)

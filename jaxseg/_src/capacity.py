@@ -1,8 +1,8 @@
 """Run-time choice among a few static capacities, by the batch's true counts.
 
-A segment table, a transcript or a dynamic programme needs a static size. Sized for the worst
-case (one segment per frame) it costs as much as the worst case on every call; sized by hand it
-is a knob the user must know. Here the caller compiles its computation for a short ladder of
+The segment-level losses' tables, transcripts and dynamic programmes need a static size.
+Sized for the worst case (one segment per frame) one costs as much as the worst case on every
+call; sized by hand it is a knob the user must know. Here the caller compiles its computation for a short ladder of
 capacities and ``lax.switch`` runs the smallest that holds the batch's largest true count, so a
 call costs what its data needs and nothing is ever truncated (the last rung is the worst case).
 
