@@ -2,9 +2,10 @@
 
 The segment-level losses' tables, transcripts and dynamic programmes need a static size.
 Sized for the worst case (one segment per frame) one costs as much as the worst case on every
-call; sized by hand it is a knob the user must know. Here the caller compiles its computation for a short ladder of
-capacities and ``lax.switch`` runs the smallest that holds the batch's largest true count, so a
-call costs what its data needs and nothing is ever truncated (the last rung is the worst case).
+call; sized by hand it is a knob the user must know. Here the caller compiles its computation
+for a short ladder of capacities and ``lax.switch`` runs the smallest that holds the batch's
+largest true count, so a call costs what its data needs and nothing is ever truncated (the
+last rung is the worst case).
 
 ``lax.switch`` with an index batched by ``vmap`` would run every branch: :func:`rung` takes
 the largest count of all examples (:func:`~jaxseg._src.batching.largest`), so that one branch
