@@ -123,9 +123,7 @@ def statistics_from_tables(
     )
 
 
-def _matches(
-    words: PairWords, n, valid=None, *, thresholds, background, legacy_asformer_end, chunk=128
-):
+def _matches(words: PairWords, n, valid, *, thresholds, background, legacy_asformer_end, chunk):
     """``(tp, fp, fn)`` int32 ``[K]`` of one sequence (none for no threshold)."""
     if not thresholds:
         return (jnp.zeros((0,), jnp.int32),) * 3
@@ -235,7 +233,8 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
 
 
 def _with_distances(lengths, words, distance, valid, capacities, rule) -> SegmentationStatistics:
-    """The statistics of prefix rows from their frame pass's words and edit distances."""
+    """The statistics of rows ``[B, T]`` from their frame pass's words (``valid``: the mask's
+    bits, or None: the first ``lengths`` frames) and their edit distances."""
     target_segments = words.target.starts.total
     predicted_segments = words.prediction.starts.total
     if capacities is None:
