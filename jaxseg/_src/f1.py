@@ -118,12 +118,25 @@ class _Best(NamedTuple):
     union: jax.Array
 
 
-def _segment_bounds(starts: IndexedBits, ends: IndexedBits | None, index, n, valid):
+def _valid_positions(valid: IndexedBits | None, gaps):
+    """The map from frames to their positions among the valid frames: the frame itself
+    where the valid frames are a prefix (``valid`` None, or ``gaps`` False), else the number
+    of valid frames before it.
+
+    ``gaps`` is one flag for the whole batch (a ``lax.cond`` predicate that no ``vmap``
+    batches): a batch of prefix masks, the usual padding, skips the ranking of every bound.
+    """
+    if valid is None:
+        return lambda frames: frames
+    ranked = functools.partial(bits_before, valid)
+    return lambda frames: lax.cond(gaps, ranked, lambda f: f, frames)
+
+
+def _segment_bounds(starts: IndexedBits, ends: IndexedBits | None, index, n, position):
     """Start and end (exclusive) of the kept segments ``index [C]`` (below their count), in
-    valid frames: the end is the next segment's start, or ``n`` (``ends`` None: no
-    background), or one past the segment's last frame in ``ends``; with ``valid`` (the mask's
-    bits), frames count the valid ones before them."""
-    position = (lambda f: f) if valid is None else functools.partial(bits_before, valid)
+    valid frames (``position``: :func:`_valid_positions`): the end is the next segment's
+    start, or ``n`` (``ends`` None: no background), or one past the segment's last frame in
+    ``ends``."""
     if ends is not None:
         return position(select_ranks(starts, index)), position(select_ranks(ends, index) + 1)
     # Both bounds in one selection: a segment ends where the next one starts.
@@ -133,14 +146,14 @@ def _segment_bounds(starts: IndexedBits, ends: IndexedBits | None, index, n, val
     return frames[:rows], jnp.where(index + 1 < starts.total, frames[rows:], n)
 
 
-def _candidate_rows(words: PairWords, ends, n, valid, ranks, *, legacy_asformer_end) -> _Best:
+def _candidate_rows(words: PairWords, ends, n, position, ranks, *, legacy_asformer_end) -> _Best:
     """The candidates of ``ranks [C]`` (rows at or past the count get no owner)."""
     count = words.matches.total
     first = select_ranks(words.matches, jnp.clip(ranks, 0, jnp.maximum(count - 1, 0)))
     owner = rank_bits(words.prediction.starts, first)
     target = rank_bits(words.target.starts, first)
-    p_start, p_end = _segment_bounds(words.prediction.starts, ends[1], owner, n, valid)
-    t_start, t_end = _segment_bounds(words.target.starts, ends[0], target, n, valid)
+    p_start, p_end = _segment_bounds(words.prediction.starts, ends[1], owner, n, position)
+    t_start, t_end = _segment_bounds(words.target.starts, ends[0], target, n, position)
     if legacy_asformer_end:
         p_end, t_end = (jnp.where(end == n, n - 1, end) for end in (p_end, t_end))
     inter = jnp.minimum(p_end, t_end) - jnp.maximum(p_start, t_start)
@@ -254,6 +267,7 @@ def match_counts(
     legacy_asformer_end: bool,
     chunk: int,
     valid: IndexedBits | None = None,
+    gaps=True,
 ) -> tuple[jax.Array, ...]:
     """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
 
@@ -261,7 +275,10 @@ def match_counts(
     as many steps as the sequence has candidates; each step finds the rows' segment bounds
     by selecting bits, and the best rows of the groups it closes (:func:`_closed_groups`).
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``;
-    ``background`` (static) says whether segments end where the next starts.
+    ``background`` (static) says whether segments end where the next starts. The valid
+    frames are the first ``n``, or the set bits of ``valid`` (a mask's); ``gaps`` (a bool
+    scalar, not batched) says whether the valid frames of any sequence of the batch have
+    gaps: where none has, the bounds need not be ranked among them.
 
     >>> from jaxseg._src.segments import pair_words
     >>> y, p = jnp.array([1, 1, 1, 1, 2, 2]), jnp.array([1, 1, 3, 3, 2, 2])
@@ -275,8 +292,9 @@ def match_counts(
     ends = (None, None)
     if background:
         ends = (index_bits(words.target.ends), index_bits(words.prediction.ends))
+    position = _valid_positions(valid, gaps)
     rows = functools.partial(
-        _candidate_rows, words, ends, n, valid, legacy_asformer_end=legacy_asformer_end
+        _candidate_rows, words, ends, n, position, legacy_asformer_end=legacy_asformer_end
     )
     tp = _true_positives(
         rows, words.matches.total, thresholds, chunk=min(chunk, T), bound=_bound(T, thresholds)

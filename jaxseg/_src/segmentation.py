@@ -123,7 +123,9 @@ def statistics_from_tables(
     )
 
 
-def _matches(words: PairWords, n, valid, *, thresholds, background, legacy_asformer_end, chunk):
+def _matches(
+    words: PairWords, n, valid, *, thresholds, background, legacy_asformer_end, chunk, gaps
+):
     """``(tp, fp, fn)`` int32 ``[K]`` of one sequence (none for no threshold)."""
     if not thresholds:
         return (jnp.zeros((0,), jnp.int32),) * 3
@@ -135,6 +137,7 @@ def _matches(words: PairWords, n, valid, *, thresholds, background, legacy_asfor
         legacy_asformer_end=legacy_asformer_end,
         chunk=chunk,
         valid=valid,
+        gaps=gaps,
     )
 
 
@@ -217,10 +220,10 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
     is taken as its bits, gaps anywhere (:func:`~jaxseg._src.segments.pair_words`).
     """
     if mask is None:
-        lengths, valid = full_lengths(targets), None
+        lengths, valid, gaps = full_lengths(targets), None, False
     else:
-        lengths, _, mask_words = jax.vmap(mask_summary)(mask)
-        valid = jax.vmap(index_bits)(mask_words)
+        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
+        valid, gaps = jax.vmap(index_bits)(mask_words), jnp.any(~is_prefix)
     words = jax.vmap(pair_words, in_axes=(0, 0, 0, None, 0))(
         targets, predictions, lengths, rule["background"], valid
     )
@@ -229,12 +232,13 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
         block = pattern_rows(lengths.shape[0])
         edit_distances = functools.partial(words_edit_distance, block=block)
         distance = jax.vmap(edit_distances)(targets, predictions, words)
-    return _with_distances(lengths, words, distance, valid, capacities, rule)
+    return _with_distances(lengths, words, distance, valid, gaps, capacities, rule)
 
 
-def _with_distances(lengths, words, distance, valid, capacities, rule) -> SegmentationStatistics:
-    """The statistics of rows ``[B, T]`` from their frame pass's words (``valid``: the mask's
-    bits, or None: the first ``lengths`` frames) and their edit distances."""
+def _with_distances(lengths, words, distance, valid, gaps, capacities, rule):
+    """The :class:`SegmentationStatistics` of rows ``[B, T]`` from their frame pass's words
+    and their edit distances (``valid``: the mask's bits, or None: the first ``lengths``
+    frames; ``gaps``: a bool scalar, whether any row's valid frames have gaps)."""
     target_segments = words.target.starts.total
     predicted_segments = words.prediction.starts.total
     if capacities is None:
@@ -242,7 +246,7 @@ def _with_distances(lengths, words, distance, valid, capacities, rule) -> Segmen
     else:
         overflow = (target_segments > capacities[0]) | (predicted_segments > capacities[1])
     chunk = candidate_chunk(lengths.shape[0])
-    matches = functools.partial(_matches, chunk=chunk, **rule)
+    matches = functools.partial(_matches, chunk=chunk, gaps=gaps, **rule)
     tp, fp, fn = jax.vmap(matches)(words, lengths, valid)
     correct = jax.vmap(count_set_bits)(words.correct)
     return SegmentationStatistics(
