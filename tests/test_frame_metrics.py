@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
+from jaxseg._src.frame import confusion_by_runs, count_pairs
 
 AVERAGES = ("none", "micro", "macro", "weighted")
 SCORES = {"precision": M.precision, "recall": M.recall, "f1": M.f1_score}
@@ -256,6 +257,34 @@ def test_matches_reference(specs):
                 _close(
                     got[f"{score}_{average}"], ref.average_scores(y, p, C_MAX, score, average, m)
                 )
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _confusions(targets, predictions, mask, num_classes):
+    """The fast kernel (per row and pooled) and the plain frame-by-frame count, per row."""
+    per_row = confusion_by_runs(targets, predictions, mask, num_classes, pooled=False)
+    pooled = confusion_by_runs(targets, predictions, mask, num_classes, pooled=True)
+    plain = jax.vmap(count_pairs, in_axes=(0, 0, 0, None))(
+        targets, predictions, mask.astype(np.int32), num_classes
+    )
+    return per_row, pooled, plain
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=6, max_size=6),
+    num_classes=st.sampled_from((1, 7, C_MAX)),
+    shift=st.integers(0, 1),
+    prefix_only=st.booleans(),
+)
+def test_confusion_by_runs_equals_the_frame_by_frame_count(specs, num_classes, shift, prefix_only):
+    """Bit for bit, with labels outside [0, C) left out by both (C = 1 or 7 below the
+    videos' labels, a shift by -1 below 0), masks with gaps or prefixes, garbage padding."""
+    targets, predictions, mask, _ = pad_batch(specs, T_MAX)
+    if prefix_only:  # the bounds are not ranked among the valid frames (no row has a gap)
+        mask = np.arange(T_MAX) < mask.sum(axis=1, keepdims=True)
+    per_row, pooled, plain = _confusions(targets - shift, predictions, mask, num_classes)
+    np.testing.assert_array_equal(per_row, plain)
+    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
 
 
 def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():

@@ -702,7 +702,7 @@ def test_edit_distance_with_hundreds_of_predicted_segments(predicted):
 def test_the_metrics_of_a_dataset_sized_batch_fit_a_small_scratch_memory(shape, background):
     # XLA:CPU allocates the scratch afresh per call; above glibc's mmap threshold (32 MiB at
     # most) every touched page faults on every call. The loops' steps are sized by the batch
-    # (candidate_chunk, pattern_rows) to stay below it, and one frame pass serves the three
+    # (rows_per_step, pattern_rows) to stay below it, and one frame pass serves the three
     # metrics, so they need little more scratch than the statistics alone.
     labels = jax.ShapeDtypeStruct(shape, np.int32)
     lengths = jax.ShapeDtypeStruct(shape[:1], np.int32)

@@ -1,6 +1,6 @@
 """Lifting a function written for one sequence over any number of leading batch dimensions,
 and decisions taken once for all examples of a ``jax.vmap`` (a function of the joined rows,
-the largest count, any flag)."""
+the largest count, any flag), and the width of their loops' steps."""
 
 from __future__ import annotations
 
@@ -9,6 +9,21 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
+
+# Rows per loop step of a whole batch: at most this many (their scratch memory).
+_BATCH_ROWS = 1 << 16
+
+
+def rows_per_step(sequences: int) -> int:
+    """Rows (candidate matches, runs) of each sequence per step of a loop over a batch of
+    ``sequences``: up to 128 (a usual sequence's all), fewer where the batch's rows would
+    pass ``_BATCH_ROWS``.
+
+    >>> rows_per_step(1712), rows_per_step(256)
+    (32, 128)
+    """
+    fits = max(_BATCH_ROWS // max(sequences, 1), 16)
+    return min(128, 1 << (fits.bit_length() - 1))
 
 
 def lift(fn: Callable, args: Sequence, core_ndims: Sequence[int]):

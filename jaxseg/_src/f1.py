@@ -39,8 +39,6 @@ from jaxseg._src.segments import (
     select_ranks,
 )
 
-# Candidate rows per loop step of a whole batch: at most this many (their scratch memory).
-_BATCH_ROWS = 1 << 16
 _NO_OWNER = jnp.iinfo(jnp.int32).max  # the owner of rows past the last candidate
 
 
@@ -247,17 +245,6 @@ def _new_true_positives(bests: _Best, closes, last, thresholds, *, bound: int):
     return jnp.sum(new, axis=0, dtype=jnp.int32), jnp.maximum(last, jnp.max(counted, axis=0))
 
 
-def candidate_chunk(sequences: int) -> int:
-    """Candidates per loop step of :func:`match_counts` for a batch of ``sequences``: up to
-    128 (a usual sequence's all), fewer where the batch's rows would pass ``_BATCH_ROWS``.
-
-    >>> candidate_chunk(1712), candidate_chunk(256)
-    (32, 128)
-    """
-    fits = max(_BATCH_ROWS // max(sequences, 1), 16)
-    return min(128, 1 << (fits.bit_length() - 1))
-
-
 def match_counts(
     words: PairWords,
     n,
@@ -272,8 +259,9 @@ def match_counts(
     """Per-threshold ``(tp, fp, fn)`` int32 ``[K]`` of one sequence (MS-TCN ``f_score``).
 
     The candidates are visited in time order, ``chunk`` rows per step of a loop that runs
-    as many steps as the sequence has candidates; each step finds the rows' segment bounds
-    by selecting bits, and the best rows of the groups it closes (:func:`_closed_groups`).
+    as many steps as the sequence has candidates (:func:`~jaxseg._src.batching.rows_per_step`
+    of the batch); each step finds the rows' segment bounds by selecting bits, and the best
+    rows of the groups it closes (:func:`_closed_groups`).
     ``thresholds`` is a static tuple of exact fractions ``(numerator, denominator)``;
     ``background`` (static) says whether segments end where the next starts. The valid
     frames are the first ``n``, or the set bits of ``valid`` (a mask's); ``gaps`` (a bool

@@ -1,15 +1,32 @@
-"""Frame-level metrics: accuracy (MoF) and the confusion-matrix family."""
+"""Frame-level metrics: accuracy (MoF) and the confusion-matrix family.
+
+The confusion matrix is counted per run of the pair of labels (:func:`confusion_by_runs`),
+beside its frame-by-frame definition (:func:`count_pairs`), which the tests hold it to.
+"""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import lift
+from jaxseg._src.batching import any_example, largest, lift, rows_per_step
 from jaxseg._src.numerics import count_set_bits, safe_divide
 from jaxseg._src.programs import one_program
-from jaxseg._src.segments import pack_bits, pair_flags
+from jaxseg._src.segments import (
+    WORD_BITS,
+    IndexedBits,
+    bits_before,
+    index_bits,
+    pack_bits,
+    pair_flags,
+    previous_frame,
+    select_ranks,
+    valid_words,
+)
 
 AVERAGES = ("micro", "macro", "weighted", "none")
 
@@ -73,6 +90,9 @@ def confusion_matrix(
 ) -> jax.Array:
     """Confusion matrix of each sequence: ``cm[i, j]`` = frames of class i predicted as j.
 
+    Counted per run of the pair of labels (:func:`confusion_by_runs`): the cost follows the
+    number of label changes, not of frames.
+
     Args:
       targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.
       predictions: integer ``[..., T]`` predicted labels in ``[0, num_classes)``.
@@ -90,15 +110,16 @@ def confusion_matrix(
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     targets, predictions, mask = _frame_inputs(targets, predictions, mask, ignore_index)
-
-    def one(t, p, m):
-        return count_pairs(t, p, m.astype(jnp.int32), num_classes)
-
-    return lift(one, (targets, predictions, mask), (1, 1, 1))
+    batch_shape, T = targets.shape[:-1], targets.shape[-1]
+    rows = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    matrices = confusion_by_runs(*rows, num_classes, pooled=False)
+    return jnp.reshape(matrices, (*batch_shape, num_classes, num_classes))
 
 
 def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
-    """Sums ``counts`` into an int32 ``[C, C]`` matrix at ``(targets, predictions)``.
+    """Sums ``counts`` into an int32 ``[C, C]`` matrix at ``(targets, predictions)``: the
+    confusion matrix as its definition states it, one update per frame (the plain
+    specification of :func:`confusion_by_runs`).
 
     Pairs with a label outside ``[0, C)`` are left out (never aliased into another cell).
     """
@@ -111,6 +132,85 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
         counts.reshape(-1), mode="drop", out_sharding=jax.typeof(matrix).sharding
     )
     return matrix.reshape(num_classes, num_classes)
+
+
+def _pair_runs(targets, predictions, mask):
+    """The runs of one sequence's pair of labels ``[T]`` over its valid frames: the
+    :class:`IndexedBits` of the valid frames where one starts (a label changes, or the frame
+    before is not valid), of the valid frames, and whether these are a prefix."""
+    changes_t, changes_p, _ = pair_flags(targets, predictions)
+    valid = pack_bits(mask)
+    starts = (changes_t | changes_p | ~previous_frame(valid)) & valid
+    valid = index_bits(valid)
+    is_prefix = jnp.all(valid.words == valid_words(valid.total, valid.words.shape[-1]))
+    return index_bits(starts), valid, is_prefix
+
+
+def _run_cells(targets, predictions, runs: IndexedBits, valid: IndexedBits, ranks, gaps, C):
+    """The cells ``t * C + p`` (``C * C``: none) and valid frames of one sequence's runs of
+    ``ranks [R]``; ``gaps`` (bool scalar) says whether any sequence's valid frames have gaps.
+
+    A run's frames are the valid frames from its start to the next run's (the first valid
+    frame after a gap starts a run), counted as ranks among the valid frames, which for a
+    prefix are the frames themselves.
+    """
+    count, frames = runs.total, runs.words.shape[-1] * WORD_BITS
+    both = jnp.clip(jnp.concatenate([ranks, ranks + 1]), 0, jnp.maximum(count - 1, 0))
+    bounds = select_ranks(runs, both)
+    rows = ranks.shape[0]
+    start = bounds[:rows]
+    bounds = jnp.concatenate([start, jnp.where(ranks + 1 < count, bounds[rows:], frames)])
+    prefix = lambda f: jnp.minimum(f, valid.total)  # noqa: E731
+    positions = lax.cond(gaps, functools.partial(bits_before, valid), prefix, bounds)
+    length = positions[rows:] - positions[:rows]
+    t, p = targets[start].astype(jnp.int32), predictions[start].astype(jnp.int32)
+    inside = (ranks < count) & (t >= 0) & (t < C) & (p >= 0) & (p < C)
+    return jnp.where(inside, t * C + p, C * C), jnp.where(inside, length, 0)
+
+
+def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: bool):
+    """The confusion matrices of rows ``[B, T]`` from the runs of their pairs of labels:
+    :func:`count_pairs` of the valid frames, equal to it, with one update per run rather
+    than per frame.
+
+    A run of the pair (target, prediction) is a stretch of valid frames where neither label
+    changes: its frames all fall in one cell. The runs are found by selecting the set bits
+    of their starts from the frame pass that accuracy shares (:func:`pair_flags`), and
+    visited :func:`~jaxseg._src.batching.rows_per_step` per sequence per step of a loop
+    that runs as many steps as the batch's longest run list needs.
+
+    Args:
+      targets, predictions: integer ``[B, T]`` labels; a label outside ``[0, C)`` is left
+        out (as in :func:`count_pairs`).
+      mask: bool ``[B, T]``, True = valid frame (gaps anywhere).
+      num_classes: static C.
+      pooled: static: one matrix of all rows, or one per row.
+
+    Returns:
+      int32 ``[C, C]`` (``pooled``) or ``[B, C, C]``: frames of class i predicted as j.
+    """
+    C = num_classes
+    runs, valid, is_prefix = jax.vmap(_pair_runs)(targets, predictions, mask)
+    gaps = any_example(~is_prefix)
+    step_rows = rows_per_step(targets.shape[0])
+    size = C * C if pooled else targets.shape[0] * C * C
+    offset = 0 if pooled else (jnp.arange(targets.shape[0]) * (C * C))[:, None]
+
+    def step(i, matrices):
+        ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
+        cells_of = functools.partial(_run_cells, ranks=ranks, gaps=gaps, C=C)
+        cells, frames = jax.vmap(cells_of)(targets, predictions, runs, valid)
+        cells = jnp.where(cells < C * C, cells + offset, size)
+        # out_sharding: on an explicitly sharded batch the matrices stay replicated.
+        return matrices.at[cells.reshape(-1)].add(
+            frames.reshape(-1), mode="drop", out_sharding=jax.typeof(matrices).sharding
+        )
+
+    steps = -(-largest(runs.total) // step_rows)
+    # Zeros derived from the data vary like it (under shard_map, a shard's own counts).
+    zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
+    matrices = lax.fori_loop(0, steps, step, zeros)
+    return matrices.reshape((C, C) if pooled else (targets.shape[0], C, C))
 
 
 # ------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxseg._src import checks
-from jaxseg._src.batching import rows_at_once
+from jaxseg._src.batching import rows_at_once, rows_per_step
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import (
     edit_score_from_distance,
@@ -20,7 +20,6 @@ from jaxseg._src.edit import (
 from jaxseg._src.f1 import (
     Candidates,
     candidate_bound,
-    candidate_chunk,
     match_candidates,
     match_counts,
     table_match_counts,
@@ -206,7 +205,7 @@ def _statistics_program(targets, predictions, mask, *, capacities, ignore_index,
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     flat = [None if x is None else jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
     # Under jax.vmap the mapped sequences join the batch: the loops' step widths are sized
-    # by the whole batch (candidate_chunk, pattern_rows).
+    # by the whole batch (rows_per_step, pattern_rows).
     of_rows = functools.partial(_statistics_of_rows, capacities=capacities, edit=edit, rule=rule)
     stats = rows_at_once(of_rows)(*flat)
     return jax.tree_util.tree_map(lambda x: jnp.reshape(x, (*batch_shape, *x.shape[1:])), stats)
@@ -245,7 +244,7 @@ def _with_distances(lengths, words, distance, valid, gaps, capacities, rule):
         overflow = jnp.zeros(lengths.shape, jnp.bool_)
     else:
         overflow = (target_segments > capacities[0]) | (predicted_segments > capacities[1])
-    chunk = candidate_chunk(lengths.shape[0])
+    chunk = rows_per_step(lengths.shape[0])
     matches = functools.partial(_matches, chunk=chunk, gaps=gaps, **rule)
     tp, fp, fn = jax.vmap(matches)(words, lengths, valid)
     correct = jax.vmap(count_set_bits)(words.correct)

@@ -398,7 +398,7 @@ def pair_words(
     )
 
 
-def _previous_frame(words):
+def previous_frame(words):
     """Bit ``t`` of the result is bit ``t - 1`` of ``words``."""
     preceding = lax.pad(words, jnp.uint32(0), ((1, -1, 0),))
     return (words << 1) | (preceding >> (WORD_BITS - 1))
@@ -418,7 +418,7 @@ _GAP_CHUNK = 32
 
 def _gap_ends(valid: IndexedBits, first):
     """The valid frames that follow masked ones (the first valid frame aside), indexed."""
-    return index_bits(valid.words & ~_previous_frame(valid.words) & ~first)
+    return index_bits(valid.words & ~previous_frame(valid.words) & ~first)
 
 
 def _gap_pairs(gap_ends: IndexedBits, valid: IndexedBits, i):

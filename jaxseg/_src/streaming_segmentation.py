@@ -16,7 +16,7 @@ from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
-from jaxseg._src.frame import AVERAGES, count_pairs, scores_from_confusion
+from jaxseg._src.frame import AVERAGES, confusion_by_runs, scores_from_confusion
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, segmentation_statistics
 
@@ -61,9 +61,11 @@ def merge_states(a, b):
 
 
 def pooled_confusion(targets, predictions, mask, num_classes: int):
-    """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch."""
-    counts = jnp.ones(targets.shape, jnp.int32) if mask is None else mask.astype(jnp.int32)
-    return count_pairs(targets, predictions, counts, num_classes)
+    """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch ``[..., T]``."""
+    T = targets.shape[-1]
+    mask = jnp.ones(targets.shape, jnp.bool_) if mask is None else mask
+    rows = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    return confusion_by_runs(*rows, num_classes, pooled=True)
 
 
 def frame_results(confusion) -> dict:
