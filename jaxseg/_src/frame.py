@@ -137,22 +137,24 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
 def _pair_runs(targets, predictions, mask):
     """The runs of one sequence's pair of labels ``[T]`` over its valid frames: the
     :class:`IndexedBits` of the valid frames where one starts (a label changes, or the frame
-    before is not valid), of the valid frames, and whether these are a prefix."""
+    before is not valid), the valid frames' words and count, and whether they are a prefix."""
     changes_t, changes_p, _ = pair_flags(targets, predictions)
     valid = pack_bits(mask)
     starts = (changes_t | changes_p | ~previous_frame(valid)) & valid
-    valid = index_bits(valid)
-    is_prefix = jnp.all(valid.words == valid_words(valid.total, valid.words.shape[-1]))
-    return index_bits(starts), valid, is_prefix
+    total = count_set_bits(valid)
+    is_prefix = jnp.all(valid == valid_words(total, valid.shape[-1]))
+    return index_bits(starts), valid, total, is_prefix
 
 
-def _run_cells(targets, predictions, runs: IndexedBits, valid: IndexedBits, ranks, gaps, C):
+def _run_cells(targets, predictions, runs: IndexedBits, valid, total, ranks, gaps, C):
     """The cells ``t * C + p`` (``C * C``: none) and valid frames of one sequence's runs of
-    ``ranks [R]``; ``gaps`` (bool scalar) says whether any sequence's valid frames have gaps.
+    ``ranks [R]``; ``gaps`` (bool scalar) says whether any sequence's valid frames (words
+    ``valid``, ``total`` of them) have gaps.
 
     A run's frames are the valid frames from its start to the next run's (the first valid
     frame after a gap starts a run), counted as ranks among the valid frames, which for a
-    prefix are the frames themselves.
+    prefix are the frames themselves. Only a batch with gaps indexes the valid frames (in
+    every step: cheaper than an index that the usual prefix masks would compute unread).
     """
     count, frames = runs.total, runs.words.shape[-1] * WORD_BITS
     both = jnp.clip(jnp.concatenate([ranks, ranks + 1]), 0, jnp.maximum(count - 1, 0))
@@ -160,8 +162,9 @@ def _run_cells(targets, predictions, runs: IndexedBits, valid: IndexedBits, rank
     rows = ranks.shape[0]
     start = bounds[:rows]
     bounds = jnp.concatenate([start, jnp.where(ranks + 1 < count, bounds[rows:], frames)])
-    prefix = lambda f: jnp.minimum(f, valid.total)  # noqa: E731
-    positions = lax.cond(gaps, functools.partial(bits_before, valid), prefix, bounds)
+    prefix = lambda f: jnp.minimum(f, total)  # noqa: E731
+    ranked = lambda f: bits_before(index_bits(valid), f)  # noqa: E731
+    positions = lax.cond(gaps, ranked, prefix, bounds)
     length = positions[rows:] - positions[:rows]
     t, p = targets[start].astype(jnp.int32), predictions[start].astype(jnp.int32)
     inside = (ranks < count) & (t >= 0) & (t < C) & (p >= 0) & (p < C)
@@ -190,7 +193,7 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
       int32 ``[C, C]`` (``pooled``) or ``[B, C, C]``: frames of class i predicted as j.
     """
     C = num_classes
-    runs, valid, is_prefix = jax.vmap(_pair_runs)(targets, predictions, mask)
+    runs, valid, total, is_prefix = jax.vmap(_pair_runs)(targets, predictions, mask)
     gaps = any_example(~is_prefix)
     step_rows = rows_per_step(targets.shape[0])
     size = C * C if pooled else targets.shape[0] * C * C
@@ -199,7 +202,7 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     def step(i, matrices):
         ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
         cells_of = functools.partial(_run_cells, ranks=ranks, gaps=gaps, C=C)
-        cells, frames = jax.vmap(cells_of)(targets, predictions, runs, valid)
+        cells, frames = jax.vmap(cells_of)(targets, predictions, runs, valid, total)
         cells = jnp.where(cells < C * C, cells + offset, size)
         # out_sharding: on an explicitly sharded batch the matrices stay replicated.
         return matrices.at[cells.reshape(-1)].add(
