@@ -287,6 +287,26 @@ def test_confusion_by_runs_equals_the_frame_by_frame_count(specs, num_classes, s
     np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
 
 
+@pytest.mark.parametrize("gaps", [False, True])
+def test_confusion_by_runs_of_sequences_counted_in_pieces(gaps):
+    """Sequences longer than a piece (``_FOLDED_FRAMES``) are cut into pieces side by side:
+    runs across the cuts, masks with gaps, each row's own matrix and the pooled one."""
+    from jaxseg._src.frame import _FOLDED_FRAMES
+
+    rng = np.random.default_rng(7)
+    T = 2 * _FOLDED_FRAMES + 1000
+    runs = rng.integers(1, 3000, size=(3, 200)).cumsum(axis=1)
+    targets = np.searchsorted(runs[0], np.arange(T)) % 9
+    targets = np.stack([targets, np.roll(targets, 5000), targets[::-1]])
+    predictions = np.where(rng.random((3, T)) < 0.001, 4, targets).astype(np.int32)
+    mask = np.arange(T) < np.array([[T], [T - 7], [_FOLDED_FRAMES]])
+    if gaps:
+        mask &= np.repeat(rng.random((3, T // 100 + 1)) < 0.8, 100, axis=1)[:, :T]
+    per_row, pooled, plain = _confusions(targets.astype(np.int32), predictions, mask, 9)
+    np.testing.assert_array_equal(per_row, plain)
+    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
+
+
 def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():
     """``int8 < 200`` compares with -56 in JAX; the range checks of top-k, retrieval, dense
     and detection compare without wrapping, so label 100 of 200 classes stays valid."""

@@ -399,21 +399,17 @@ def _class_statistics(dataset: SegmentationDataset) -> dict[str, np.ndarray]:
     import jax
 
     from jaxseg import metrics
+    from jaxseg._src.frame import scores_from_confusion
 
     num_classes = len(dataset.class_names)
 
     def compute(targets, predictions, mask):
         options = {"num_classes": num_classes, "mask": mask}
-        scores = {"confusion": metrics.confusion_matrix(targets, predictions, **options)}
-        for name, function in (
-            ("precision", metrics.precision),
-            ("recall", metrics.recall),
-            ("f1", metrics.f1_score),
-        ):
+        confusion = metrics.confusion_matrix(targets, predictions, **options)
+        scores = {"confusion": confusion}
+        for name in ("precision", "recall", "f1"):
             for average in ("none", "macro"):
-                scores[f"{name}_{average}"] = function(
-                    targets, predictions, average=average, **options
-                )
+                scores[f"{name}_{average}"] = scores_from_confusion(confusion, name, average)
         return scores
 
     frames = sum(t.size for t in dataset.targets)

@@ -180,7 +180,10 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     changes: its frames all fall in one cell. The runs are found by selecting the set bits
     of their starts from the frame pass that accuracy shares (:func:`pair_flags`), and
     visited :func:`~jaxseg._src.batching.rows_per_step` per sequence per step of a loop
-    that runs as many steps as the batch's longest run list needs.
+    that runs as many steps as the batch's longest run list needs. A sequence longer than
+    ``_FOLDED_FRAMES`` is counted in pieces of that length, side by side (a run that a
+    piece's end cuts falls in one cell all the same): a selection's cost grows with the
+    square root of the sequence's words, and the pieces' loops run in parallel.
 
     Args:
       targets, predictions: integer ``[B, T]`` labels; a label outside ``[0, C)`` is left
@@ -192,12 +195,15 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     Returns:
       int32 ``[C, C]`` (``pooled``) or ``[B, C, C]``: frames of class i predicted as j.
     """
-    C = num_classes
+    C, (sequences, T) = num_classes, targets.shape
+    folds = -(-T // _FOLDED_FRAMES)
+    if folds > 1:
+        targets, predictions, mask = (_folded(x, folds) for x in (targets, predictions, mask))
     runs, valid, total, is_prefix = jax.vmap(_pair_runs)(targets, predictions, mask)
     gaps = any_example(~is_prefix)
     step_rows = rows_per_step(targets.shape[0])
-    size = C * C if pooled else targets.shape[0] * C * C
-    offset = 0 if pooled else (jnp.arange(targets.shape[0]) * (C * C))[:, None]
+    size = C * C if pooled else sequences * C * C
+    offset = 0 if pooled else (jnp.arange(targets.shape[0]) // folds * (C * C))[:, None]
 
     def step(i, matrices):
         ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
@@ -213,7 +219,18 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     # Zeros derived from the data vary like it (under shard_map, a shard's own counts).
     zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
     matrices = lax.fori_loop(0, steps, step, zeros)
-    return matrices.reshape((C, C) if pooled else (targets.shape[0], C, C))
+    return matrices.reshape((C, C) if pooled else (sequences, C, C))
+
+
+# Longer sequences are counted in pieces of this many frames (confusion_by_runs).
+_FOLDED_FRAMES = 1 << 15
+
+
+def _folded(x, folds: int):
+    """``[B, T]`` as ``[B * folds, _FOLDED_FRAMES]``, padded at the end (False, label 0)."""
+    padding = folds * _FOLDED_FRAMES - x.shape[-1]
+    x = jnp.pad(x, ((0, 0), (0, padding)))
+    return x.reshape(-1, _FOLDED_FRAMES)
 
 
 # ------------------------------------------------------------------------------------------
