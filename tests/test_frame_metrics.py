@@ -289,17 +289,18 @@ def test_confusion_by_runs_equals_the_frame_by_frame_count(specs, num_classes, s
 
 @pytest.mark.parametrize("gaps", [False, True])
 def test_confusion_by_runs_of_sequences_counted_in_pieces(gaps):
-    """Sequences longer than a piece (``_FOLDED_FRAMES``) are cut into pieces side by side:
-    runs across the cuts, masks with gaps, each row's own matrix and the pooled one."""
-    from jaxseg._src.frame import _FOLDED_FRAMES
+    """Sequences longer than a piece (``_PIECE_WORDS`` words) are cut into pieces side by
+    side: runs across the cuts, masks with gaps, each row's own matrix and the pooled one."""
+    from jaxseg._src.frame import _PIECE_WORDS
 
+    piece = _PIECE_WORDS * 32
     rng = np.random.default_rng(7)
-    T = 2 * _FOLDED_FRAMES + 1000
+    T = 2 * piece + 1000
     runs = rng.integers(1, 3000, size=(3, 200)).cumsum(axis=1)
     targets = np.searchsorted(runs[0], np.arange(T)) % 9
     targets = np.stack([targets, np.roll(targets, 5000), targets[::-1]])
     predictions = np.where(rng.random((3, T)) < 0.001, 4, targets).astype(np.int32)
-    mask = np.arange(T) < np.array([[T], [T - 7], [_FOLDED_FRAMES]])
+    mask = np.arange(T) < np.array([[T], [T - 7], [piece]])
     if gaps:
         mask &= np.repeat(rng.random((3, T // 100 + 1)) < 0.8, 100, axis=1)[:, :T]
     per_row, pooled, plain = _confusions(targets.astype(np.int32), predictions, mask, 9)

@@ -134,22 +134,46 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
     return matrix.reshape(num_classes, num_classes)
 
 
-def _pair_runs(targets, predictions, mask):
-    """The runs of one sequence's pair of labels ``[T]`` over its valid frames: the
-    :class:`IndexedBits` of the valid frames where one starts (a label changes, or the frame
-    before is not valid), the valid frames' words and count, and whether they are a prefix."""
+# Sequences of more words are cut into pieces of at most this many (confusion_by_runs).
+_PIECE_WORDS = 1 << 10
+
+
+def _run_start_words(targets, predictions, mask):
+    """uint32 ``[W]`` words of one sequence ``[T]``: the valid frames where a run of its pair
+    of labels starts (a label changes, or the frame before is not valid), and the valid
+    frames."""
     changes_t, changes_p, _ = pair_flags(targets, predictions)
     valid = pack_bits(mask)
-    starts = (changes_t | changes_p | ~previous_frame(valid)) & valid
+    return (changes_t | changes_p | ~previous_frame(valid)) & valid, valid
+
+
+def _in_pieces(words, pieces: int):
+    """uint32 ``[B, W]`` as ``[B * pieces, W']``, each row cut in ``pieces`` (padded with 0)."""
+    if pieces == 1:
+        return words
+    width = -(-words.shape[-1] // pieces)
+    words = jnp.pad(words, ((0, 0), (0, pieces * width - words.shape[-1])))
+    return words.reshape(-1, width)
+
+
+def _piece_runs(starts, valid):
+    """The runs of one piece's words: :class:`IndexedBits` of their starts (the piece's
+    first frame starts one if valid: a run cut by the piece's start), the number of valid
+    frames, and whether these are a prefix of the piece."""
+    starts = starts.at[0].set(starts[0] | (valid[0] & 1))
     total = count_set_bits(valid)
-    is_prefix = jnp.all(valid == valid_words(total, valid.shape[-1]))
-    return index_bits(starts), valid, total, is_prefix
+    return index_bits(starts), total, jnp.all(valid == valid_words(total, valid.shape[-1]))
 
 
-def _run_cells(targets, predictions, runs: IndexedBits, valid, total, ranks, gaps, C):
-    """The cells ``t * C + p`` (``C * C``: none) and valid frames of one sequence's runs of
-    ``ranks [R]``; ``gaps`` (bool scalar) says whether any sequence's valid frames (words
-    ``valid``, ``total`` of them) have gaps.
+def _labels_at(labels, frames):
+    """int32 ``labels [B, T]`` of each row at its ``frames [B, R]``."""
+    return jax.vmap(lambda x, i: x[i])(labels, frames).astype(jnp.int32)
+
+
+def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
+    """First frame, valid frames and presence of one piece's runs of ``ranks [R]``;
+    ``gaps`` (bool scalar) says whether any piece's valid frames (words ``valid``, ``total``
+    of them) have gaps.
 
     A run's frames are the valid frames from its start to the next run's (the first valid
     frame after a gap starts a run), counted as ranks among the valid frames, which for a
@@ -165,10 +189,7 @@ def _run_cells(targets, predictions, runs: IndexedBits, valid, total, ranks, gap
     prefix = lambda f: jnp.minimum(f, total)  # noqa: E731
     ranked = lambda f: bits_before(index_bits(valid), f)  # noqa: E731
     positions = lax.cond(gaps, ranked, prefix, bounds)
-    length = positions[rows:] - positions[:rows]
-    t, p = targets[start].astype(jnp.int32), predictions[start].astype(jnp.int32)
-    inside = (ranks < count) & (t >= 0) & (t < C) & (p >= 0) & (p < C)
-    return jnp.where(inside, t * C + p, C * C), jnp.where(inside, length, 0)
+    return start, positions[rows:] - positions[:rows], ranks < count
 
 
 def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: bool):
@@ -177,13 +198,12 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     than per frame.
 
     A run of the pair (target, prediction) is a stretch of valid frames where neither label
-    changes: its frames all fall in one cell. The runs are found by selecting the set bits
-    of their starts from the frame pass that accuracy shares (:func:`pair_flags`), and
-    visited :func:`~jaxseg._src.batching.rows_per_step` per sequence per step of a loop
-    that runs as many steps as the batch's longest run list needs. A sequence longer than
-    ``_FOLDED_FRAMES`` is counted in pieces of that length, side by side (a run that a
-    piece's end cuts falls in one cell all the same): a selection's cost grows with the
-    square root of the sequence's words, and the pieces' loops run in parallel.
+    changes: its frames all fall in one cell. The runs' starts are bit-packed by the frame
+    pass that accuracy shares (:func:`pair_flags`); a sequence longer than
+    ``_PIECE_WORDS`` words is cut into pieces side by side (a run that a cut splits falls
+    in one cell all the same), since selecting a set bit costs about the square root of the
+    words searched. The runs are selected :func:`~jaxseg._src.batching.rows_per_step` per
+    piece per step of a loop that runs as many steps as the most runs of a piece need.
 
     Args:
       targets, predictions: integer ``[B, T]`` labels; a label outside ``[0, C)`` is left
@@ -196,22 +216,27 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
       int32 ``[C, C]`` (``pooled``) or ``[B, C, C]``: frames of class i predicted as j.
     """
     C, (sequences, T) = num_classes, targets.shape
-    folds = -(-T // _FOLDED_FRAMES)
-    if folds > 1:
-        targets, predictions, mask = (_folded(x, folds) for x in (targets, predictions, mask))
-    runs, valid, total, is_prefix = jax.vmap(_pair_runs)(targets, predictions, mask)
+    starts, valid = jax.vmap(_run_start_words)(targets, predictions, mask)
+    pieces = -(-starts.shape[-1] // _PIECE_WORDS)
+    starts, valid = _in_pieces(starts, pieces), _in_pieces(valid, pieces)
+    runs, total, is_prefix = jax.vmap(_piece_runs)(starts, valid)
     gaps = any_example(~is_prefix)
-    step_rows = rows_per_step(targets.shape[0])
+    row = jnp.arange(starts.shape[0]) // pieces
+    first_frame = jnp.arange(starts.shape[0]) % pieces * (starts.shape[-1] * WORD_BITS)
+    step_rows = rows_per_step(starts.shape[0])
     size = C * C if pooled else sequences * C * C
-    offset = 0 if pooled else (jnp.arange(targets.shape[0]) // folds * (C * C))[:, None]
 
     def step(i, matrices):
         ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
-        cells_of = functools.partial(_run_cells, ranks=ranks, gaps=gaps, C=C)
-        cells, frames = jax.vmap(cells_of)(targets, predictions, runs, valid, total)
-        cells = jnp.where(cells < C * C, cells + offset, size)
+        bounds = functools.partial(_run_bounds, ranks=ranks, gaps=gaps)
+        start, frames, used = jax.vmap(bounds)(runs, valid, total)
+        # The labels at the runs' first frames, gathered row by row (a row's pieces together).
+        frame = jnp.minimum(first_frame[:, None] + start, T - 1).reshape(sequences, -1)
+        t, p = (_labels_at(x, frame).reshape(start.shape) for x in (targets, predictions))
+        inside = used & (t >= 0) & (t < C) & (p >= 0) & (p < C)
+        cells = t * C + p + (0 if pooled else row[:, None] * (C * C))
         # out_sharding: on an explicitly sharded batch the matrices stay replicated.
-        return matrices.at[cells.reshape(-1)].add(
+        return matrices.at[jnp.where(inside, cells, size).reshape(-1)].add(
             frames.reshape(-1), mode="drop", out_sharding=jax.typeof(matrices).sharding
         )
 
@@ -220,17 +245,6 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
     matrices = lax.fori_loop(0, steps, step, zeros)
     return matrices.reshape((C, C) if pooled else (sequences, C, C))
-
-
-# Longer sequences are counted in pieces of this many frames (confusion_by_runs).
-_FOLDED_FRAMES = 1 << 15
-
-
-def _folded(x, folds: int):
-    """``[B, T]`` as ``[B * folds, _FOLDED_FRAMES]``, padded at the end (False, label 0)."""
-    padding = folds * _FOLDED_FRAMES - x.shape[-1]
-    x = jnp.pad(x, ((0, 0), (0, padding)))
-    return x.reshape(-1, _FOLDED_FRAMES)
 
 
 # ------------------------------------------------------------------------------------------
