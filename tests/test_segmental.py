@@ -859,3 +859,26 @@ def test_ignore_index_cuts_frames_out_before_segmenting():
     plain = float(M.edit_score(targets[:1], predictions[:1], background=(0,))[0])
     assert plain == pytest.approx(ref.edit_score(targets[0], predictions[0], background=(0,)))
     assert plain != pytest.approx(edit_scores[0])
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "accuracy",
+        "edit_distance",
+        "edit_score",
+        "segmental_counts",
+        "segmental_f1",
+        "confusion_matrix",
+        "class_accuracy",
+    ],
+)
+def test_sequences_without_frames_score_as_wholly_masked_ones(name):
+    """``[..., 0]`` labels (T = 0) give what a sequence whose frames are all masked gives."""
+    fn = getattr(M, name)
+    options = {"num_classes": 3} if name in ("confusion_matrix", "class_accuracy") else {}
+    empty = np.zeros((2, 0), np.int32)
+    masked = np.zeros((2, 4), np.int32)
+    got = fn(empty, empty, **options)
+    want = fn(masked, masked, mask=np.zeros((2, 4), bool), **options)
+    jax.tree.map(np.testing.assert_array_equal, got, want)

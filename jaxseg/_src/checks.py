@@ -171,6 +171,17 @@ def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | N
     return mask
 
 
+def with_a_frame(targets, predictions, mask):
+    """Labels of sequences without frames (``[..., 0]``) as one masked frame each: the
+    kernels read a sequence's first frame, and its statistics are those of a sequence
+    whose frames are all masked (``mask`` may be None; it is not, for no frame)."""
+    if targets.shape[-1] > 0:
+        return targets, predictions, mask
+    shape = (*targets.shape[:-1], 1)
+    zeros = lambda x: jnp.zeros(shape, x.dtype)  # noqa: E731
+    return zeros(targets), zeros(predictions), jnp.zeros(shape, bool)
+
+
 def as_valid(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray:
     """:func:`as_mask`, with ``None`` meaning every entry is valid: ``bool`` of ``shape``."""
     mask = as_mask(mask, shape, name)

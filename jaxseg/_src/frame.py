@@ -37,7 +37,7 @@ def _frame_inputs(targets, predictions, mask, ignore_index):
     mask = checks.without_ignored(targets, mask, checks.static_ignore_index(ignore_index))
     if mask is None:
         mask = jnp.ones(targets.shape, jnp.bool_)
-    return targets, predictions, mask
+    return checks.with_a_frame(targets, predictions, mask)
 
 
 @one_program

@@ -163,6 +163,7 @@ def _statistics(
     """
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
+    targets, predictions, mask = checks.with_a_frame(targets, predictions, mask)
     static = static_arguments(
         targets.shape[-1],
         iou_thresholds or (1.0,),

@@ -62,9 +62,9 @@ def merge_states(a, b):
 
 def pooled_confusion(targets, predictions, mask, num_classes: int):
     """One int32 ``[C, C]`` confusion matrix over all valid frames of a batch ``[..., T]``."""
-    T = targets.shape[-1]
     mask = jnp.ones(targets.shape, jnp.bool_) if mask is None else mask
-    rows = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    targets, predictions, mask = checks.with_a_frame(targets, predictions, mask)
+    rows = [jnp.reshape(x, (-1, targets.shape[-1])) for x in (targets, predictions, mask)]
     return confusion_by_runs(*rows, num_classes, pooled=True)
 
 
