@@ -231,21 +231,20 @@ def test_windowed_running_sum_equals_cumsum(n):
     np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
 
 
-def test_selection_in_chunks_equals_one_selection(monkeypatch):
-    # Large capacities select their ranks in chunks; the frames must be the same.
+@pytest.mark.parametrize("step", [4, 1 << 14])
+def test_selection_in_steps_equals_the_set_bits(monkeypatch, step):
+    # Capacities past _SELECT_STEP select that many ranks per loop step, until the count;
+    # a step of 4 takes hundreds of steps here, one of 2**14 selects all 5000 ranks at once.
     from jaxseg._src import segments as kernels
 
     rng = np.random.default_rng(11)
     words = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype(np.uint32)
     words[rng.random(300) < 0.3] = 0
     want_frames = np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))
-    words = kernels.index_bits(words)
-    one, count = kernels.select_bits(words, 5000)
-    monkeypatch.setattr(kernels, "_SELECT_CELLS", 64)  # chunks of 4 ranks
-    chunked, chunked_count = jax.jit(kernels.select_bits, static_argnums=1)(words, 5000)
-    assert int(count) == int(chunked_count) == len(want_frames)
-    np.testing.assert_array_equal(one[: len(want_frames)], want_frames)
-    np.testing.assert_array_equal(chunked, one)
+    monkeypatch.setattr(kernels, "_SELECT_STEP", step)
+    frames, count = jax.jit(kernels.select_bits, static_argnums=1)(kernels.index_bits(words), 5000)
+    assert int(count) == len(want_frames) < 5000
+    np.testing.assert_array_equal(frames[: len(want_frames)], want_frames)
 
 
 def test_segment_tables_of_long_videos_need_memory_of_their_size():

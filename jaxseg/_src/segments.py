@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import any_example, lift
+from jaxseg._src.batching import any_example, largest, lift
 from jaxseg._src.numerics import count_set_bits, popcount, windowed_running_sum
 from jaxseg._src.programs import one_program
 
@@ -524,29 +524,32 @@ def select_ranks(bits: IndexedBits, ranks):
 
 
 def select_bits(bits: IndexedBits, capacity: int):
-    """Frame indices of the first ``capacity`` set bits of ``bits`` and the total count.
+    """Frame indices of the first ``capacity`` set bits of ``bits`` and the total count
+    (entries past the count are unspecified).
 
-    The comparisons of :func:`select_ranks` take ``capacity x b`` cells; beyond
-    ``_SELECT_CELLS`` the ranks are selected in chunks, one after another, so that memory
-    grows with the capacity alone.
+    A capacity of up to ``_SELECT_STEP`` is selected at once. A larger one (such as the
+    capacity ``T`` of :func:`to_segments` at default arguments) is selected
+    ``_SELECT_STEP`` ranks per step of a loop that stops at the largest count of the batch
+    (of every example under ``jax.vmap``): the cost follows the segments, not the capacity.
     """
     running = bits.running
-    n_words = bits.words.shape[-1]
-    block = _search_block(n_words)
-    blocks = running.shape[-1] // block
-    # Derived from the data, so that k is batched (and sharded) like ``running`` under vmap.
-    k = jnp.arange(capacity, dtype=jnp.int32) + (running[:1] & 0)
-    chunk = max(1, _SELECT_CELLS // max(block, blocks))
-    if capacity <= chunk:
-        return select_ranks(bits, k), bits.total
-    steps = -(-capacity // chunk)
-    k = jnp.pad(k, (0, steps * chunk - capacity)).reshape(steps, chunk)
-    frames = lax.map(functools.partial(select_ranks, bits), k)
-    return frames.reshape(-1)[:capacity], bits.total
+    # Derived from the data, so that ranks vary (and are sharded) like ``running`` under vmap.
+    like = running[:1] & 0
+    if capacity <= _SELECT_STEP:
+        return select_ranks(bits, jnp.arange(capacity, dtype=jnp.int32) + like), bits.total
+    steps = -(-capacity // _SELECT_STEP)
+
+    def step(i, frames):
+        ranks = i * _SELECT_STEP + jnp.arange(_SELECT_STEP, dtype=jnp.int32) + like
+        return lax.dynamic_update_slice(frames, select_ranks(bits, ranks), (i * _SELECT_STEP,))
+
+    needed = jnp.minimum(-(-largest(bits.total) // _SELECT_STEP), steps)
+    frames = lax.fori_loop(0, needed, step, jnp.zeros(steps * _SELECT_STEP, jnp.int32) + like)
+    return frames[:capacity], bits.total
 
 
-# Comparison cells one selection may hold at once (see select_bits).
-_SELECT_CELLS = 1 << 22
+# Ranks selected at once by select_bits (its larger capacities: per step of a loop).
+_SELECT_STEP = 1024
 
 
 def select_runs(run_starts: IndexedBits, n, capacity: int):
