@@ -1,4 +1,5 @@
-"""Synthetic action-segmentation datasets and a per-video pure-Python baseline.
+"""Synthetic action-segmentation datasets, a per-video pure-Python baseline, and timed
+rounds of entry points against a baseline.
 
 The baseline follows the reference scripts' algorithms (per-video loops in Python: run-length
 segments, Levenshtein DP, MS-TCN F1 matching); it is written here, not copied.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 
 import numpy as np
 
@@ -26,6 +28,69 @@ def machine_summary() -> str:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}, numpy {np.__version__}, "
         f"jax {jax.__version__}, jaxlib {jaxlib_version}, backend {jax.default_backend()}"
     )
+
+
+def _best_of(fn, repeats):
+    import jax
+
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = jax.block_until_ready(fn())
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def rounds_arguments(description: str):
+    """``--repeats`` and ``--rounds`` from the command line of a :func:`timed_rounds`
+    benchmark; prints the machine and starts the backend (not part of any first call)."""
+    import argparse
+
+    import jax
+    import jax.numpy as jnp
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeats", type=int, default=10, help="best of N, per round")
+    parser.add_argument("--rounds", type=int, default=5, help="back-to-back rounds")
+    args = parser.parse_args()
+    print(machine_summary())
+    jax.block_until_ready(jnp.zeros(1))
+    return args
+
+
+def timed_rounds(entry_points: dict, agree, *, repeats: int, rounds: int) -> None:
+    """Times ``entry_points`` (label -> function; the first is the baseline) in ``rounds``
+    back-to-back rounds of best of ``repeats``, after one first call each; checks that
+    ``agree(result, baseline_result)`` for every other entry point in every round; prints
+    each median time with its range, the median of the rounds' ratios to the baseline and
+    the first call."""
+    import jax
+
+    first_call = {}
+    for label, fn in entry_points.items():
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        first_call[label] = time.perf_counter() - start
+    times = {label: [] for label in entry_points}
+    baseline_label = next(iter(entry_points))
+    for _ in range(rounds):
+        results = {}
+        for label, fn in entry_points.items():
+            seconds, results[label] = _best_of(fn, repeats)
+            times[label].append(seconds)
+        for label, result in results.items():
+            if not agree(result, results[baseline_label]):
+                raise AssertionError(f"{label} differs from {baseline_label}")
+    baseline = np.array(times[baseline_label])
+    width = max(map(len, entry_points))
+    for label, seconds in times.items():
+        ours = np.array(seconds)
+        print(
+            f"  {label:{width}s} {np.median(ours) * 1e3:7.1f} ms"
+            f" [{ours.min() * 1e3:.1f}-{ours.max() * 1e3:.1f}]"
+            f"  x{np.median(baseline / ours):.2f} the baseline"
+            f"  (first call {first_call[label]:.2f} s)"
+        )
 
 
 def _segment_lengths(rng, total, count):

@@ -15,14 +15,12 @@ Run: ``python benchmarks/frame.py [--repeats N] [--rounds R]``.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _data import breakfast_like, machine_summary, over_segmented
+from _data import breakfast_like, over_segmented, rounds_arguments, timed_rounds
 
 import jaxseg
 from jaxseg._src.frame import count_pairs
@@ -53,61 +51,25 @@ def _numpy(targets, predictions, num_classes):
     return total.reshape(num_classes, num_classes)
 
 
-def _best_of(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times), np.asarray(result)
-
-
 def run(name, targets, predictions, repeats, rounds):
     padded_t, lengths = jaxseg.io.pad_videos(targets)
     padded_p, _ = jaxseg.io.pad_videos(predictions)
     classes = int(max(padded_t.max(), padded_p.max())) + 1
+    print(
+        f"\n{name}: {len(targets)} videos, {int(lengths.sum()) / 1e6:.2f} M frames, padded to "
+        f"{padded_t.shape}, {classes} classes; {rounds} rounds"
+    )
     entry_points = {
         "numpy bincount per video": lambda: _numpy(targets, predictions, classes),
         "jaxseg confusion_matrix": lambda: _public(padded_t, padded_p, lengths, classes),
         "frame by frame (plain)": lambda: _frame_by_frame(padded_t, padded_p, lengths, classes),
     }
-    first_call = {}
-    for label, fn in entry_points.items():
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        first_call[label] = time.perf_counter() - start
-    times = {label: [] for label in entry_points}
-    for _ in range(rounds):
-        results = []
-        for label, fn in entry_points.items():
-            seconds, result = _best_of(fn, repeats)
-            times[label].append(seconds)
-            results.append(result)
-        for label, result in zip(entry_points, results):
-            if not np.array_equal(result, results[0]):
-                raise AssertionError(f"{name}: {label} differs from the numpy baseline")
-    baseline = np.array(times["numpy bincount per video"])
-    print(
-        f"\n{name}: {len(targets)} videos, {int(lengths.sum()) / 1e6:.2f} M frames, padded to "
-        f"{padded_t.shape}, {classes} classes; {rounds} rounds"
-    )
-    for label in entry_points:
-        ours = np.array(times[label])
-        print(
-            f"  {label:26s} {np.median(ours) * 1e3:7.1f} ms"
-            f" [{ours.min() * 1e3:.1f}-{ours.max() * 1e3:.1f}]"
-            f"  x{np.median(baseline / ours):.1f} the numpy baseline"
-            f"  (first call {first_call[label]:.2f} s)"
-        )
+    same = lambda a, b: np.array_equal(np.asarray(a), np.asarray(b))  # noqa: E731
+    timed_rounds(entry_points, same, repeats=repeats, rounds=rounds)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=10, help="best of N, per round")
-    parser.add_argument("--rounds", type=int, default=5, help="back-to-back rounds")
-    args = parser.parse_args()
-    print(machine_summary())
-    jax.block_until_ready(jnp.zeros(1))  # start the backend: not part of any first call
+    args = rounds_arguments(__doc__)
     targets, predictions = breakfast_like()
     run("Breakfast-shaped", targets, predictions, args.repeats, args.rounds)
     run("over-segmented", *over_segmented(), args.repeats, args.rounds)

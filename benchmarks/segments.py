@@ -13,14 +13,11 @@ Run: ``python benchmarks/segments.py [--repeats N] [--rounds R]``.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from _data import breakfast_like, machine_summary, over_segmented
+from _data import breakfast_like, over_segmented, rounds_arguments, timed_rounds
 
 import jaxseg
 
@@ -41,8 +38,11 @@ def _numpy(videos):
     return out
 
 
-def _same(table, runs):
-    table = jax.device_get(table)
+def _same(result, runs):
+    """Whether ``result`` (a table, or the baseline's runs themselves) holds ``runs``."""
+    if isinstance(result, list):
+        return result is runs
+    table = jax.device_get(result)
     for i, (labels, starts, ends) in enumerate(runs):
         n = int(table.count[i])
         if n != labels.size or not (
@@ -54,61 +54,24 @@ def _same(table, runs):
     return True
 
 
-def _best_of(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = jax.block_until_ready(fn())
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
 def run(name, videos, repeats, rounds):
     padded, lengths = jaxseg.io.pad_videos(videos)
     largest = max(int(np.count_nonzero(np.diff(v))) + 1 for v in videos)
     capacity = -(-largest // 64) * 64
+    print(
+        f"\n{name}: {len(videos)} videos, {int(lengths.sum()) / 1e6:.2f} M frames, padded to "
+        f"{padded.shape}, at most {largest} segments; {rounds} rounds"
+    )
     entry_points = {
         "numpy change points": lambda: _numpy(videos),
         "to_segments, defaults": lambda: _to_segments(padded, lengths),
         f"max_segments={capacity}": lambda: _to_segments(padded, lengths, capacity),
     }
-    first_call = {}
-    for label, fn in entry_points.items():
-        start = time.perf_counter()
-        jax.block_until_ready(fn())
-        first_call[label] = time.perf_counter() - start
-    times = {label: [] for label in entry_points}
-    for _ in range(rounds):
-        results = {}
-        for label, fn in entry_points.items():
-            seconds, results[label] = _best_of(fn, repeats)
-            times[label].append(seconds)
-        reference = results.pop("numpy change points")
-        for label, table in results.items():
-            if not _same(table, reference):
-                raise AssertionError(f"{name}: {label} differs from the numpy baseline")
-    baseline = np.array(times["numpy change points"])
-    print(
-        f"\n{name}: {len(videos)} videos, {int(lengths.sum()) / 1e6:.2f} M frames, padded to "
-        f"{padded.shape}, at most {largest} segments; {rounds} rounds"
-    )
-    for label in entry_points:
-        ours = np.array(times[label])
-        print(
-            f"  {label:22s} {np.median(ours) * 1e3:7.1f} ms"
-            f" [{ours.min() * 1e3:.1f}-{ours.max() * 1e3:.1f}]"
-            f"  x{np.median(baseline / ours):.2f} the numpy baseline"
-            f"  (first call {first_call[label]:.2f} s)"
-        )
+    timed_rounds(entry_points, _same, repeats=repeats, rounds=rounds)
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=10, help="best of N, per round")
-    parser.add_argument("--rounds", type=int, default=5, help="back-to-back rounds")
-    args = parser.parse_args()
-    print(machine_summary())
-    jax.block_until_ready(jnp.zeros(1))  # start the backend: not part of any first call
+    args = rounds_arguments(__doc__)
     run("Breakfast-shaped (targets)", breakfast_like()[0], args.repeats, args.rounds)
     run("over-segmented (predictions)", over_segmented()[1], args.repeats, args.rounds)
 
