@@ -150,7 +150,7 @@ def edit_score_from_distance(distance, n_target, n_prediction):
 # Pattern rows per block and text entries per chunk of :func:`words_edit_distance`.
 _BLOCK_ROWS = 128
 _BATCH_BITS = 1 << 18  # pattern bits of a whole batch per loop step
-_TEXT_CHUNK = 128
+_TEXT_CHUNK = 32
 
 
 def _bit(words, i):

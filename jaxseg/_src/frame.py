@@ -181,11 +181,11 @@ def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
     every step: cheaper than an index that the usual prefix masks would compute unread).
     """
     count, frames = runs.total, runs.words.shape[-1] * WORD_BITS
-    both = jnp.clip(jnp.concatenate([ranks, ranks + 1]), 0, jnp.maximum(count - 1, 0))
-    bounds = select_ranks(runs, both)
+    wanted = jnp.concatenate([ranks, ranks[-1:] + 1])  # the next run starts where one ends
+    bounds = select_ranks(runs, jnp.clip(wanted, 0, jnp.maximum(count - 1, 0)))
     rows = ranks.shape[0]
     start = bounds[:rows]
-    bounds = jnp.concatenate([start, jnp.where(ranks + 1 < count, bounds[rows:], frames)])
+    bounds = jnp.concatenate([start, jnp.where(ranks + 1 < count, bounds[1:], frames)])
     prefix = lambda f: jnp.minimum(f, total)  # noqa: E731
     ranked = lambda f: bits_before(index_bits(valid), f)  # noqa: E731
     positions = lax.cond(gaps, ranked, prefix, bounds)
