@@ -171,7 +171,7 @@ def _labels_at(labels, frames):
 
 
 def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
-    """First frame, valid frames and presence of one piece's runs of ``ranks [R]``;
+    """First frame, valid frames and presence of one piece's runs of consecutive ``ranks [R]``;
     ``gaps`` (bool scalar) says whether any piece's valid frames (words ``valid``, ``total``
     of them) have gaps.
 
