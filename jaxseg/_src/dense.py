@@ -13,7 +13,7 @@ import jax.numpy as jnp
 from jaxseg._src import checks, frame
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.programs import one_program
-from jaxseg._src.ranking import ClassScores
+from jaxseg._src.ranking import ClassScores, nanmean_classes
 
 
 def _prepare(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
@@ -64,10 +64,10 @@ def _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_n
     if ignore_index is not None:
         valid = valid & (targets != ignore_index)
     matrix = confusion_matrices(targets, predictions, valid, num_classes, spatial_ndim)
-    return scores_from_confusion(matrix.astype(jnp.float32))
+    return map_scores_from_confusion(matrix.astype(jnp.float32))
 
 
-def scores_from_confusion(matrix):
+def map_scores_from_confusion(matrix):
     """``(pixel_accuracy, iou, dice)`` from float32 ``[..., C + 1, C + 1]`` counts.
 
     As mmsegmentation's ``intersect_and_union``: a prediction outside [0, C) is dropped but
@@ -82,14 +82,6 @@ def scores_from_confusion(matrix):
     iou = frame.scores_from_confusion(matrix, "iou", "none")[..., :num_classes]
     dice = frame.scores_from_confusion(matrix, "f1", "none")[..., :num_classes]  # Dice = F1
     return accuracy, iou, dice
-
-
-def nanmean_classes(per_class) -> ClassScores:
-    """Mean over the classes whose value is defined (mmsegmentation's ``nanmean``)."""
-    defined = ~jnp.isnan(per_class)
-    total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=-1)
-    count = jnp.sum(defined, axis=-1, dtype=jnp.int32).astype(jnp.float32)
-    return ClassScores(per_class, safe_divide(total, count, jnp.nan))
 
 
 @one_program

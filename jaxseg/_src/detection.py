@@ -15,9 +15,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import batching, checks
-from jaxseg._src.dense import nanmean_classes
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import nanmean, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import (
     ClassScores,
@@ -416,4 +415,4 @@ def _dataset_average_precision(*tables, num_classes, thresholds, matching, inter
     per_class = class_average_precision(
         matches, num_classes=num_classes, interpolation=interpolation
     )
-    return ClassScores(per_class, nanmean_classes(per_class.T).mean)
+    return ClassScores(per_class, nanmean(per_class.T))

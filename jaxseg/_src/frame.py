@@ -14,7 +14,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example, largest, lift, rows_per_step
-from jaxseg._src.numerics import count_set_bits, safe_divide
+from jaxseg._src.numerics import count_set_bits, nanmean, precision_recall_f1, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.segments import (
     WORD_BITS,
@@ -264,11 +264,11 @@ def _average(per_class, support, tp_total, total, average):
         return per_class
     if average == "micro":
         return safe_divide(tp_total, total, jnp.nan)
-    defined = ~jnp.isnan(per_class)
-    values = jnp.where(defined, per_class, 0.0)
     if average == "macro":
-        return safe_divide(jnp.sum(values, -1), jnp.sum(defined, -1).astype(jnp.float32), jnp.nan)
+        return nanmean(per_class)
+    defined = ~jnp.isnan(per_class)
     weights = jnp.where(defined, support, 0.0)
+    values = jnp.where(defined, per_class, 0.0)
     return safe_divide(jnp.sum(weights * values, -1), jnp.sum(weights, -1), jnp.nan)
 
 
@@ -280,14 +280,11 @@ def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
     """
     tp, fp, fn, support = _class_counts(cm)
     absent = (tp + fp + fn) == 0
-    if score == "precision":
-        per_class = safe_divide(tp, tp + fp, 0.0)
-    elif score == "recall":
-        per_class = safe_divide(tp, tp + fn, 0.0)
-    elif score == "iou":
+    if score == "iou":
         per_class = safe_divide(tp, tp + fp + fn, 0.0)
     else:
-        per_class = safe_divide(2 * tp, 2 * tp + fp + fn, 0.0)
+        scores = dict(zip(("precision", "recall", "f1"), precision_recall_f1(tp, fp, fn)))
+        per_class = scores[score]
     per_class = jnp.where(absent, jnp.nan, per_class)
     return _average(per_class, support, jnp.sum(tp, -1), jnp.sum(support, -1), average)
 

@@ -86,6 +86,18 @@ def precision_recall_f1(tp, fp, fn):
     )
 
 
+def nanmean(values):
+    """Mean over the last axis of the values that are not NaN; NaN where every one is.
+
+    >>> float(nanmean(jnp.array([1.0, jnp.nan, 3.0])))
+    2.0
+    """
+    defined = ~jnp.isnan(values)
+    total = jnp.sum(jnp.where(defined, values, 0.0), axis=-1)
+    count = jnp.sum(defined, axis=-1, dtype=jnp.int32).astype(jnp.float32)
+    return safe_divide(total, count, jnp.nan)
+
+
 def popcount(words):
     """Number of set bits of each unsigned integer word."""
     return lax.population_count(words)

@@ -20,7 +20,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example
-from jaxseg._src.numerics import running_sum, safe_divide
+from jaxseg._src.numerics import nanmean, running_sum, safe_divide
 from jaxseg._src.programs import one_program
 
 INTERPOLATIONS = ("step", "11point", "all_point")
@@ -41,6 +41,12 @@ class ClassScores(NamedTuple):
 
     per_class: jax.Array
     mean: jax.Array
+
+
+def nanmean_classes(per_class) -> ClassScores:
+    """``per_class`` and its mean over the classes where it is defined (mmsegmentation's
+    ``nanmean``)."""
+    return ClassScores(per_class, nanmean(per_class))
 
 
 class PrecisionRecallCurve(NamedTuple):
@@ -653,13 +659,6 @@ def _per_class(targets, scores, mask, background, ambiguous):
     return targets, scores, valid, scored
 
 
-def _class_scores(per_class):
-    defined = ~jnp.isnan(per_class)
-    total = jnp.sum(jnp.where(defined, per_class, 0.0), axis=-1)
-    count = jnp.sum(defined, axis=-1, dtype=jnp.int32)
-    return ClassScores(per_class, safe_divide(total, count.astype(jnp.float32), jnp.nan))
-
-
 def select_columns(x: jax.Array, columns: list[int]) -> jax.Array:
     """``x[..., columns]`` as slices of consecutive columns (a gather is several times slower)."""
     if not columns:
@@ -691,7 +690,7 @@ def _over_classes(row_fn, targets, scores, valid, scored) -> tuple[ClassScores, 
 
     out = jnp.full((*batch, num_classes), jnp.nan, jnp.float32)
     return tuple(
-        _class_scores(out.at[..., columns].set(values.reshape(*batch, len(columns))))
+        nanmean_classes(out.at[..., columns].set(values.reshape(*batch, len(columns))))
         for values in row_fn(rows)
     )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
-from jaxseg._src.dense import confusion_matrices, nanmean_classes, scores_from_confusion
+from jaxseg._src.dense import confusion_matrices, map_scores_from_confusion
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
     ACTIVITYNET_THRESHOLDS,
@@ -31,10 +31,11 @@ from jaxseg._src.detection import (
     match_detections,
     static_iou_thresholds,
 )
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import nanmean, safe_divide
 from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
+    nanmean_classes,
     recall_reaches,
     scored_classes,
     suffix_max,
@@ -114,7 +115,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
 
     def compute(state):
         confusion = counting.to_float(state.confusion)
-        accuracy, iou, dice_ = scores_from_confusion(confusion)
+        accuracy, iou, dice_ = map_scores_from_confusion(confusion)
         iou, dice_ = nanmean_classes(iou), nanmean_classes(dice_)
         return {
             "pixel_accuracy": accuracy,
@@ -550,7 +551,7 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         seen = counting.to_float(state.seen)
         overflow = seen - state.stored.astype(jnp.float32)
         ap = jnp.where(overflow > 0, jnp.nan, ap)
-        mean = nanmean_classes(ap.T).mean
+        mean = nanmean(ap.T)
         return {
             "ap": ap,
             "map": jnp.where(overflow > 0, jnp.nan, mean),
@@ -588,7 +589,7 @@ def _detection_histogram(num_classes, num_k, num_thresholds, interpolation):
         ap = _binned_detection_ap(tp, fp, npos, interpolation)
         return {
             "ap": ap,
-            "map": nanmean_classes(ap.T).mean,
+            "map": nanmean(ap.T),
             "predictions": jnp.sum(tp[:, 0] + fp[:, 0]),
             "overflow": jnp.zeros((), jnp.float32),
         }
