@@ -32,7 +32,12 @@ from jaxseg._src.segmentation import (
     tables_from_words,
 )
 from jaxseg._src.segments import Segments, background_tallies, pair_words
-from jaxseg._src.stats_segmentation import ClassStatistics, segmentation_intervals
+from jaxseg._src.stats_segmentation import (
+    ClassStatistics,
+    dataset_metrics,
+    segmentation_intervals,
+    video_metrics,
+)
 
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
@@ -497,26 +502,19 @@ class Evaluator:
           scores.
         """
         s = self.statistics()
-        tp, fp, fn = (np.sum(x, axis=0, dtype=np.int64) for x in (s.tp, s.fp, s.fn))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            edit = _edit_scores(s)
-            support, predicted, hits = self._class_counts.astype(np.float64)
-            class_accuracy = np.where(support > 0, hits / support, 0.0)
-            class_accuracy[(support == 0) & (predicted == 0)] = np.nan
+        pooled = ClassStatistics(*(counts[None] for counts in self._class_counts))
+        values = dataset_metrics(s, class_stats=pooled)
         per_tau = lambda values: dict(zip(self.iou_thresholds, values))  # noqa: E731
+        counts = {
+            key: np.sum(getattr(s, key), axis=0, dtype=np.int64) for key in ("tp", "fp", "fn")
+        }
         results = {
-            "accuracy": float(s.correct.sum(dtype=np.int64) / s.frames.sum(dtype=np.int64)),
-            "edit": float(np.mean(edit)),
-            "precision": per_tau(_safe_ratio(tp, tp + fp)),
-            "recall": per_tau(_safe_ratio(tp, tp + fn)),
-            "f1": per_tau(_safe_ratio(2 * tp, 2 * tp + fp + fn)),
-            "tp": per_tau(int(x) for x in tp),
-            "fp": per_tau(int(x) for x in fp),
-            "fn": per_tau(int(x) for x in fn),
-            "class_accuracy": class_accuracy,
-            "mean_class_accuracy": float(np.nanmean(class_accuracy))
-            if np.any(~np.isnan(class_accuracy))
-            else float("nan"),
+            "accuracy": float(values["accuracy"]),
+            "edit": float(values["edit"]),
+            **{key: per_tau(map(float, values[key])) for key in ("precision", "recall", "f1")},
+            **{key: per_tau(map(int, counts[key])) for key in ("tp", "fp", "fn")},
+            "class_accuracy": values["class_accuracy"],
+            "mean_class_accuracy": float(values["mean_class_accuracy"]),
             "videos": len(self._names),
             "frames": int(s.frames.sum(dtype=np.int64)),
         }
@@ -533,33 +531,20 @@ class Evaluator:
     def per_video(self) -> list[dict]:
         """One dict of per-video values for every video added, in the order added."""
         s = self.statistics()
-        edit = _edit_scores(s)
+        values = video_metrics(s)
+        per_tau = lambda values: dict(zip(self.iou_thresholds, values))  # noqa: E731
         out = []
         for i, name in enumerate(self._names):
-            tp, fp, fn = s.tp[i], s.fp[i], s.fn[i]
             out.append(
                 {
                     "name": name,
                     "frames": int(s.frames[i]),
-                    "accuracy": float(s.correct[i] / s.frames[i]),
-                    "edit": float(edit[i]),
-                    "f1": dict(zip(self.iou_thresholds, _safe_ratio(2 * tp, 2 * tp + fp + fn))),
-                    "tp": dict(zip(self.iou_thresholds, map(int, tp))),
-                    "fp": dict(zip(self.iou_thresholds, map(int, fp))),
-                    "fn": dict(zip(self.iou_thresholds, map(int, fn))),
+                    "accuracy": float(values["accuracy"][i]),
+                    "edit": float(values["edit"][i]),
+                    "f1": per_tau(map(float, values["f1"][i])),
+                    **{key: per_tau(map(int, getattr(s, key)[i])) for key in ("tp", "fp", "fn")},
                     "target_segments": int(s.target_segments[i]),
                     "predicted_segments": int(s.predicted_segments[i]),
                 }
             )
         return out
-
-
-def _edit_scores(s: SegmentationStatistics) -> np.ndarray:
-    longest = np.maximum(s.target_segments, s.predicted_segments).astype(np.float64)
-    return np.where(longest > 0, 1.0 - s.edit_distance / np.maximum(longest, 1.0), 1.0)
-
-
-def _safe_ratio(numerator, denominator) -> list[float]:
-    numerator = np.asarray(numerator, np.float64)
-    denominator = np.asarray(denominator, np.float64)
-    return [float(n / d) if d > 0 else 0.0 for n, d in zip(numerator, denominator)]

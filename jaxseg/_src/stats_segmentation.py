@@ -251,6 +251,36 @@ def _ratio64(numerator, denominator, fill):
         return np.where(denominator > 0, numerator / np.maximum(denominator, 1.0), fill)
 
 
+def video_metrics(statistics) -> dict:
+    """Accuracy ``[N]``, edit ``[N]`` and segmental precision/recall/F1 ``[N, K]`` of every
+    video, float64 on the host from its exact counts (the values :class:`jaxseg.Evaluator`'s
+    ``per_video`` reports).
+
+    A video without segments has edit 1, and a score whose denominator is 0 is 0 (MS-TCN's
+    ``nan_to_num``); a video without frames has accuracy NaN.
+
+    >>> s = SegmentationStatistics(
+    ...     frames=np.array([6]), correct=np.array([3]), edit_distance=np.array([1]),
+    ...     target_segments=np.array([2]), predicted_segments=np.array([4]),
+    ...     tp=np.array([[1]]), fp=np.array([[3]]), fn=np.array([[1]]),
+    ...     overflow=np.array([False]))
+    >>> values = video_metrics(s)
+    >>> values["accuracy"].tolist(), values["edit"].tolist(), values["precision"].tolist()
+    ([0.5], [0.75], [[0.25]])
+    >>> values["recall"].tolist(), values["f1"].round(4).tolist()
+    ([[0.5]], [[0.3333]])
+    """
+    tp, fp, fn = (np.asarray(x, np.int64) for x in (statistics.tp, statistics.fp, statistics.fn))
+    longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
+    return {
+        "accuracy": _ratio64(statistics.correct, statistics.frames, np.nan),
+        "edit": 1.0 - _ratio64(statistics.edit_distance, longest, 0.0),
+        "precision": _ratio64(tp, tp + fp, 0.0),
+        "recall": _ratio64(tp, tp + fn, 0.0),
+        "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
+    }
+
+
 def dataset_metrics(statistics, *, class_stats=None) -> dict:
     """:func:`segmentation_metrics` (and :func:`class_metrics`) of every video once, in
     float64 on the host from exact int64 totals: the point estimates that the intervals and
@@ -274,8 +304,7 @@ def dataset_metrics(statistics, *, class_stats=None) -> dict:
     """
     total = lambda x: np.sum(np.asarray(x, np.int64), axis=0)  # noqa: E731
     frames = np.asarray(statistics.frames, np.int64)
-    longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
-    edit = 1.0 - _ratio64(statistics.edit_distance, longest, 0.0)
+    edit = video_metrics(statistics)["edit"]
     tp, fp, fn = total(statistics.tp), total(statistics.fp), total(statistics.fn)
     segmental_valid = not np.any(statistics.overflow)
     out = {
