@@ -202,6 +202,19 @@ def confusion_matrix(targets, predictions, num_classes, mask=None) -> np.ndarray
     return cm
 
 
+def class_totals(targets, predictions, num_classes, mask=None) -> np.ndarray:
+    """int64 ``[3, C]``: valid frames whose target is c, whose prediction is c, and whose
+    target and prediction are both c; a label outside [0, C) counts in no class."""
+    totals = np.zeros((3, num_classes), np.int64)
+    for y, p in zip(compact(targets, mask), compact(predictions, mask), strict=True):
+        if 0 <= y < num_classes:
+            totals[0, y] += 1
+            totals[2, y] += y == p
+        if 0 <= p < num_classes:
+            totals[1, p] += 1
+    return totals
+
+
 def per_class(targets, predictions, num_classes, mask=None) -> dict[str, np.ndarray]:
     """Per-class precision, recall, F1 (float64 ``[C]``) and support (target frames).
 

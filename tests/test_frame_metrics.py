@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg import metrics as M
-from jaxseg._src.frame import confusion_by_runs, count_pairs
+from jaxseg._src.frame import class_totals_by_runs, confusion_by_runs, count_classes, count_pairs
 
 AVERAGES = ("none", "micro", "macro", "weighted")
 SCORES = {"precision": M.precision, "recall": M.recall, "f1": M.f1_score}
@@ -261,13 +261,25 @@ def test_matches_reference(specs):
 
 @functools.partial(jax.jit, static_argnames="num_classes")
 def _confusions(targets, predictions, mask, num_classes):
-    """The fast kernel (per row and pooled) and the plain frame-by-frame count, per row."""
+    """The fast kernels (the matrices per row and pooled, the class totals per row) and the
+    plain frame-by-frame counts, per row."""
     per_row = confusion_by_runs(targets, predictions, mask, num_classes, pooled=False)
     pooled = confusion_by_runs(targets, predictions, mask, num_classes, pooled=True)
-    plain = jax.vmap(count_pairs, in_axes=(0, 0, 0, None))(
-        targets, predictions, mask.astype(np.int32), num_classes
+    totals = class_totals_by_runs(targets, predictions, mask, num_classes)
+    frames = (targets, predictions, mask.astype(np.int32), num_classes)
+    plain = jax.vmap(count_pairs, in_axes=(0, 0, 0, None))(*frames)
+    plain_totals = jax.vmap(count_classes, in_axes=(0, 0, 0, None))(*frames)
+    return (per_row, pooled, plain), (totals, plain_totals)
+
+
+def _assert_runs_equal_frames(targets, predictions, mask, num_classes):
+    (per_row, pooled, plain), (totals, plain_totals) = _confusions(
+        targets, predictions, mask, num_classes
     )
-    return per_row, pooled, plain
+    np.testing.assert_array_equal(per_row, plain)
+    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
+    np.testing.assert_array_equal(totals, plain_totals)
+    return np.asarray(plain_totals)
 
 
 @given(
@@ -276,15 +288,18 @@ def _confusions(targets, predictions, mask, num_classes):
     shift=st.integers(0, 1),
     prefix_only=st.booleans(),
 )
-def test_confusion_by_runs_equals_the_frame_by_frame_count(specs, num_classes, shift, prefix_only):
-    """Bit for bit, with labels outside [0, C) left out by both (C = 1 or 7 below the
-    videos' labels, a shift by -1 below 0), masks with gaps or prefixes, garbage padding."""
+def test_counts_by_runs_equal_the_frame_by_frame_counts(specs, num_classes, shift, prefix_only):
+    """The confusion matrices and the class totals, bit for bit, with labels outside [0, C)
+    left out (C = 1 or 7 below the videos' labels, a shift by -1 below 0), masks with gaps or
+    prefixes, garbage padding; the plain class totals equal the numpy oracle's."""
     targets, predictions, mask, _ = pad_batch(specs, T_MAX)
     if prefix_only:  # the bounds are not ranked among the valid frames (no row has a gap)
         mask = np.arange(T_MAX) < mask.sum(axis=1, keepdims=True)
-    per_row, pooled, plain = _confusions(targets - shift, predictions, mask, num_classes)
-    np.testing.assert_array_equal(per_row, plain)
-    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
+    targets = targets - shift
+    plain_totals = _assert_runs_equal_frames(targets, predictions, mask, num_classes)
+    for row, (y, p, m) in enumerate(zip(targets, predictions, mask)):
+        expected = ref.class_totals(y, p, num_classes, m)
+        np.testing.assert_array_equal(plain_totals[row], expected)
 
 
 @pytest.mark.parametrize("gaps", [False, True])
@@ -303,9 +318,7 @@ def test_confusion_by_runs_of_sequences_counted_in_pieces(gaps):
     mask = np.arange(T) < np.array([[T], [T - 7], [piece]])
     if gaps:
         mask &= np.repeat(rng.random((3, T // 100 + 1)) < 0.8, 100, axis=1)[:, :T]
-    per_row, pooled, plain = _confusions(targets.astype(np.int32), predictions, mask, 9)
-    np.testing.assert_array_equal(per_row, plain)
-    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
+    _assert_runs_equal_frames(targets.astype(np.int32), predictions, mask, 9)
 
 
 def test_label_range_checks_do_not_wrap_the_bound_into_a_narrow_dtype():

@@ -391,6 +391,19 @@ def test_class_metrics_equal_pooled_oracle():
     np.testing.assert_allclose(np.asarray(resampled["class_accuracy"]), ref_resampled, rtol=1e-6)
 
 
+def test_class_statistics_leave_labels_outside_the_classes_out():
+    """A negative label counts in no class (it once wrapped onto class C - 1 as a negative
+    index), on each side on its own: the other label of the frame still counts."""
+    cs = stats.class_statistics([[0, -1, 1, 2]], [[0, 1, -1, 1]], num_classes=2)
+    assert np.asarray(cs.support).tolist() == [[1, 1]]
+    assert np.asarray(cs.predicted).tolist() == [[1, 2]]
+    assert np.asarray(cs.correct).tolist() == [[1, 0]]
+    expected = ref.class_totals(np.array([0, -1, 1, 2]), np.array([0, 1, -1, 1]), 2)
+    np.testing.assert_array_equal(
+        np.stack([cs.support[0], cs.predicted[0], cs.correct[0]]), expected
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # Host-side helpers (Evaluator / CLI)
 # ------------------------------------------------------------------------------------------

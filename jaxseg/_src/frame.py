@@ -134,6 +134,29 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
     return matrix.reshape(num_classes, num_classes)
 
 
+def count_classes(targets, predictions, counts, num_classes: int) -> jax.Array:
+    """Sums ``counts`` into int32 ``[3, C]`` per-class totals, one update per frame: the
+    frames of each target class (support), of each predicted class, and of each class both
+    agree on (the plain specification of :func:`class_totals_by_runs`; the confusion matrix's
+    row sums, column sums and diagonal where both labels lie in ``[0, C)``).
+
+    A label outside ``[0, C)`` is left out of its own total (never aliased into a class).
+    """
+    t_in = checks.in_label_range(targets, num_classes)
+    p_in = checks.in_label_range(predictions, num_classes)
+    t, p = targets.astype(jnp.int32), predictions.astype(jnp.int32)
+    drop = 3 * num_classes
+    cells = [
+        jnp.where(t_in, t, drop),
+        jnp.where(p_in, num_classes + p, drop),
+        jnp.where(t_in & (targets == predictions), 2 * num_classes + t, drop),
+    ]
+    totals = jnp.zeros(drop, jnp.int32)
+    for cell in cells:
+        totals = totals.at[cell.reshape(-1)].add(counts.reshape(-1), mode="drop")
+    return totals.reshape(3, num_classes)
+
+
 # Sequences of more words are cut into pieces of at most this many (confusion_by_runs).
 _PIECE_WORDS = 1 << 10
 
@@ -166,8 +189,8 @@ def _piece_runs(starts, valid):
 
 
 def _labels_at(labels, frames):
-    """int32 ``labels [B, T]`` of each row at its ``frames [B, R]``."""
-    return jax.vmap(lambda x, i: x[i])(labels, frames).astype(jnp.int32)
+    """``labels [B, T]`` of each row at its ``frames [B, R]``."""
+    return jax.vmap(lambda x, i: x[i])(labels, frames)
 
 
 def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
@@ -192,18 +215,55 @@ def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
     return start, positions[rows:] - positions[:rows], ranks < count
 
 
-def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: bool):
-    """The confusion matrices of rows ``[B, T]`` from the runs of their pairs of labels:
-    :func:`count_pairs` of the valid frames, equal to it, with one update per run rather
-    than per frame.
+def _sum_over_runs(targets, predictions, mask, cells_of, size: int):
+    """int32 ``[size]``: the frames of every run of the pair of labels of rows ``[B, T]``
+    added to the cells that ``cells_of(row, t, p)`` gives it (a list of int32 arrays shaped
+    like the labels ``t``, ``p`` at the runs' starts; a cell of ``size`` or more is left out).
 
     A run of the pair (target, prediction) is a stretch of valid frames where neither label
-    changes: its frames all fall in one cell. The runs' starts are bit-packed by the frame
-    pass that accuracy shares (:func:`pair_flags`); a sequence longer than
+    changes: its frames all fall in the same cells. The runs' starts are bit-packed by the
+    frame pass that accuracy shares (:func:`pair_flags`); a sequence longer than
     ``_PIECE_WORDS`` words is cut into pieces side by side (a run that a cut splits falls
-    in one cell all the same), since selecting a set bit costs about the square root of the
-    words searched. The runs are selected :func:`~jaxseg._src.batching.rows_per_step` per
-    piece per step of a loop that runs as many steps as the most runs of a piece need.
+    in the same cells all the same), since selecting a set bit costs about the square root
+    of the words searched. The runs are selected
+    :func:`~jaxseg._src.batching.rows_per_step` per piece per step of a loop that runs as
+    many steps as the most runs of a piece need.
+    """
+    sequences, T = targets.shape
+    starts, valid = jax.vmap(_run_start_words)(targets, predictions, mask)
+    pieces = -(-starts.shape[-1] // _PIECE_WORDS)
+    starts, valid = _in_pieces(starts, pieces), _in_pieces(valid, pieces)
+    runs, total, is_prefix = jax.vmap(_piece_runs)(starts, valid)
+    gaps = any_example(~is_prefix)
+    row = jnp.arange(starts.shape[0]) // pieces
+    first_frame = jnp.arange(starts.shape[0]) % pieces * (starts.shape[-1] * WORD_BITS)
+    step_rows = rows_per_step(starts.shape[0])
+
+    def step(i, sums):
+        ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
+        bounds = functools.partial(_run_bounds, ranks=ranks, gaps=gaps)
+        start, frames, used = jax.vmap(bounds)(runs, valid, total)
+        # The labels at the runs' first frames, gathered row by row (a row's pieces together).
+        frame = jnp.minimum(first_frame[:, None] + start, T - 1).reshape(sequences, -1)
+        t, p = (_labels_at(x, frame).reshape(start.shape) for x in (targets, predictions))
+        cells = [jnp.where(used, c, size) for c in cells_of(row[:, None], t, p)]
+        # out_sharding: on an explicitly sharded batch the sums stay replicated.
+        return sums.at[jnp.concatenate([c.reshape(-1) for c in cells])].add(
+            jnp.tile(frames.reshape(-1), len(cells)),
+            mode="drop",
+            out_sharding=jax.typeof(sums).sharding,
+        )
+
+    steps = -(-largest(runs.total) // step_rows)
+    # Zeros derived from the data vary like it (under shard_map, a shard's own counts).
+    zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
+    return lax.fori_loop(0, steps, step, zeros)
+
+
+def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: bool):
+    """The confusion matrices of rows ``[B, T]`` from the runs of their pairs of labels
+    (:func:`_sum_over_runs`): :func:`count_pairs` of the valid frames, equal to it, with one
+    update per run rather than per frame.
 
     Args:
       targets, predictions: integer ``[B, T]`` labels; a label outside ``[0, C)`` is left
@@ -215,36 +275,58 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
     Returns:
       int32 ``[C, C]`` (``pooled``) or ``[B, C, C]``: frames of class i predicted as j.
     """
-    C, (sequences, T) = num_classes, targets.shape
-    starts, valid = jax.vmap(_run_start_words)(targets, predictions, mask)
-    pieces = -(-starts.shape[-1] // _PIECE_WORDS)
-    starts, valid = _in_pieces(starts, pieces), _in_pieces(valid, pieces)
-    runs, total, is_prefix = jax.vmap(_piece_runs)(starts, valid)
-    gaps = any_example(~is_prefix)
-    row = jnp.arange(starts.shape[0]) // pieces
-    first_frame = jnp.arange(starts.shape[0]) % pieces * (starts.shape[-1] * WORD_BITS)
-    step_rows = rows_per_step(starts.shape[0])
+    C, sequences = num_classes, targets.shape[0]
     size = C * C if pooled else sequences * C * C
 
-    def step(i, matrices):
-        ranks = i * step_rows + jnp.arange(step_rows, dtype=jnp.int32)
-        bounds = functools.partial(_run_bounds, ranks=ranks, gaps=gaps)
-        start, frames, used = jax.vmap(bounds)(runs, valid, total)
-        # The labels at the runs' first frames, gathered row by row (a row's pieces together).
-        frame = jnp.minimum(first_frame[:, None] + start, T - 1).reshape(sequences, -1)
-        t, p = (_labels_at(x, frame).reshape(start.shape) for x in (targets, predictions))
-        inside = used & (t >= 0) & (t < C) & (p >= 0) & (p < C)
-        cells = t * C + p + (0 if pooled else row[:, None] * (C * C))
-        # out_sharding: on an explicitly sharded batch the matrices stay replicated.
-        return matrices.at[jnp.where(inside, cells, size).reshape(-1)].add(
-            frames.reshape(-1), mode="drop", out_sharding=jax.typeof(matrices).sharding
-        )
+    def cells_of(row, t, p):
+        inside = checks.in_label_range(t, C) & checks.in_label_range(p, C)
+        cell = t.astype(jnp.int32) * C + p.astype(jnp.int32)
+        return [jnp.where(inside, cell + (0 if pooled else row * (C * C)), size)]
 
-    steps = -(-largest(runs.total) // step_rows)
-    # Zeros derived from the data vary like it (under shard_map, a shard's own counts).
-    zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
-    matrices = lax.fori_loop(0, steps, step, zeros)
+    matrices = _sum_over_runs(targets, predictions, mask, cells_of, size)
     return matrices.reshape((C, C) if pooled else (sequences, C, C))
+
+
+def class_totals_by_runs(targets, predictions, mask, num_classes: int):
+    """The per-class totals of rows ``[B, T]`` from the runs of their pairs of labels
+    (:func:`_sum_over_runs`): :func:`count_classes` of the valid frames, equal to it, with
+    one update per run and total rather than per frame.
+
+    Args:
+      targets, predictions: integer ``[B, T]`` labels; a label outside ``[0, C)`` is left
+        out of its own total (as in :func:`count_classes`).
+      mask: bool ``[B, T]``, True = valid frame (gaps anywhere).
+      num_classes: static C.
+
+    Returns:
+      int32 ``[B, 3, C]``: each row's frames of every target class, of every predicted
+      class, and of every class both agree on.
+    """
+    C, sequences = num_classes, targets.shape[0]
+    size = sequences * 3 * C
+
+    def cells_of(row, t, p):
+        t_in, p_in, agree = checks.in_label_range(t, C), checks.in_label_range(p, C), t == p
+        base, t, p = row * (3 * C), t.astype(jnp.int32), p.astype(jnp.int32)
+        return [
+            jnp.where(t_in, base + t, size),
+            jnp.where(p_in, base + C + p, size),
+            jnp.where(t_in & agree, base + 2 * C + t, size),
+        ]
+
+    totals = _sum_over_runs(targets, predictions, mask, cells_of, size)
+    return totals.reshape(sequences, 3, C)
+
+
+def class_totals(targets, predictions, mask, num_classes: int) -> jax.Array:
+    """int32 ``[..., 3, C]``: :func:`class_totals_by_runs` of sequences ``[..., T]``
+    (validated here; ``mask`` None: every frame is valid)."""
+    num_classes = checks.static_int("num_classes", num_classes, minimum=1)
+    targets, predictions, mask = _frame_inputs(targets, predictions, mask, None)
+    batch_shape, T = targets.shape[:-1], targets.shape[-1]
+    rows = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    totals = class_totals_by_runs(*rows, num_classes)
+    return jnp.reshape(totals, (*batch_shape, 3, num_classes))
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,10 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxseg._src import checks
-from jaxseg._src.batching import lift
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
+from jaxseg._src.frame import class_totals
 from jaxseg._src.numerics import FULL_PRECISION, precision_recall_f1, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
@@ -168,8 +167,9 @@ def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> Cl
     """Per-class frame counts of each sequence: the statistics of :func:`class_metrics`.
 
     ``support_c = #{t : y_t = c}``, ``predicted_c = #{t : p_t = c}``,
-    ``correct_c = #{t : y_t = p_t = c}`` over valid frames. Labels outside ``[0, C)`` are a
-    precondition violation (not checked inside jit; such frames are not counted).
+    ``correct_c = #{t : y_t = p_t = c}`` over valid frames, counted per run of the pair of
+    labels (:func:`jaxseg._src.frame.class_totals_by_runs`). Labels outside ``[0, C)`` are a
+    precondition violation (not checked inside jit; such a label is left out of its total).
 
     Args:
       targets: integer ``[..., T]`` true labels.
@@ -183,21 +183,8 @@ def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> Cl
     >>> class_statistics([0, 1, 1], [0, 1, 0], num_classes=2).correct.tolist()
     [1, 1]
     """
-    targets = checks.as_int_labels("targets", targets)
-    predictions = checks.as_int_labels("predictions", predictions)
-    checks.same_shape("targets", targets, "predictions", predictions)
-    mask = checks.as_mask(mask, targets.shape)
-    c = checks.static_int("num_classes", num_classes, minimum=1)
-    if mask is None:
-        mask = jnp.ones(targets.shape, jnp.bool_)
-
-    def one(t, p, m):
-        def count(labels, valid):
-            return jnp.zeros(c, jnp.int32).at[labels].add(valid.astype(jnp.int32), mode="drop")
-
-        return ClassStatistics(count(t, m), count(p, m), count(t, m & (t == p)))
-
-    return lift(one, (targets, predictions, mask), (1, 1, 1))
+    totals = class_totals(targets, predictions, mask, num_classes)
+    return ClassStatistics(*(totals[..., i, :] for i in range(3)))
 
 
 @renamed_arguments(stats="statistics")
