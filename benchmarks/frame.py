@@ -7,8 +7,11 @@ plain frame-by-frame count (``frame.count_pairs``, one scatter update per frame,
 formulation the kernel replaced); and a numpy baseline, ``np.bincount`` of ``C * t + p``
 over each video's frames, summed (what mmaction2-style scripts do). All three must give the
 same matrix. A third set puts the Breakfast-shaped frames in one row, as the CLI pools them
-for its plots. Reported: the median over rounds of each time (best of ``--repeats`` in a
-round) and of the ratios to the numpy baseline.
+for its plots. The per-video class totals of ``jaxseg.stats.class_statistics`` (support,
+predicted and correct frames per class, the statistics of bootstrapped class accuracy) are
+timed the same way against three ``np.bincount`` per video and their frame-by-frame
+definition (``frame.count_classes``). Reported: the median over rounds of each time (best of
+``--repeats`` in a round) and of the ratios to the numpy baseline.
 
 Run: ``python benchmarks/frame.py [--repeats N] [--rounds R]``.
 """
@@ -23,7 +26,7 @@ import numpy as np
 from _data import breakfast_like, over_segmented, rounds_arguments, timed_rounds
 
 import jaxseg
-from jaxseg._src.frame import count_pairs
+from jaxseg._src.frame import count_classes, count_pairs
 
 
 @functools.partial(jax.jit, static_argnames="num_classes")
@@ -41,6 +44,31 @@ def _frame_by_frame(targets, predictions, lengths, num_classes):
     mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1]).astype(jnp.int32)
     count = jax.vmap(count_pairs, in_axes=(0, 0, 0, None))
     return count(targets, predictions, mask, num_classes).sum(axis=0)
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _class_statistics(targets, predictions, lengths, num_classes):
+    """What a user writes: each video's class totals, stacked ``[B, 3, C]``."""
+    mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1])
+    totals = jaxseg.stats.class_statistics(targets, predictions, num_classes=num_classes, mask=mask)
+    return jnp.stack(totals, axis=1)
+
+
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _class_totals_frame_by_frame(targets, predictions, lengths, num_classes):
+    """The plain specification: three scatter updates per frame, per video."""
+    mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1]).astype(jnp.int32)
+    count = jax.vmap(count_classes, in_axes=(0, 0, 0, None))
+    return count(targets, predictions, mask, num_classes)
+
+
+def _numpy_class_totals(targets, predictions, num_classes):
+    """Per video: ``np.bincount`` of the targets, the predictions and the agreeing targets."""
+    totals = np.zeros((len(targets), 3, num_classes), np.int64)
+    for row, (t, p) in enumerate(zip(targets, predictions)):
+        for side, labels in enumerate((t, p, t[t == p])):
+            totals[row, side] = np.bincount(labels, minlength=num_classes)
+    return totals
 
 
 def _numpy(targets, predictions, num_classes):
@@ -65,6 +93,15 @@ def run(name, targets, predictions, repeats, rounds):
         "frame by frame (plain)": lambda: _frame_by_frame(padded_t, padded_p, lengths, classes),
     }
     same = lambda a, b: np.array_equal(np.asarray(a), np.asarray(b))  # noqa: E731
+    timed_rounds(entry_points, same, repeats=repeats, rounds=rounds)
+    print("  per-video class totals:")
+    entry_points = {
+        "numpy bincount per video": lambda: _numpy_class_totals(targets, predictions, classes),
+        "jaxseg class_statistics": lambda: _class_statistics(padded_t, padded_p, lengths, classes),
+        "frame by frame (plain)": lambda: _class_totals_frame_by_frame(
+            padded_t, padded_p, lengths, classes
+        ),
+    }
     timed_rounds(entry_points, same, repeats=repeats, rounds=rounds)
 
 
