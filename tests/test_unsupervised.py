@@ -14,16 +14,19 @@ import math
 
 import _reference_unsupervised as ref
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
+from _videos import pad_batch, video_specs
 from conftest import load_golden
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
 from jaxseg import metrics as M
 from jaxseg import streaming
 
 C, K = 14, 12  # class / cluster capacities covering the golden set (labels <= 13, ids <= 11)
+T_MAX, C_MAX = 300, 40  # the property test's padded length and largest table
 TOL = 1e-6
 
 
@@ -439,17 +442,41 @@ def test_per_video_accumulator_is_batch_invariant(protocol):
             assert _close(result[key], np.nanmean(values), 1e-6)
 
 
-def test_split_table_equals_plain_table():
-    from jaxseg._src.unsupervised import _histogram, _split_histogram, pair_table
+@functools.partial(jax.jit, static_argnames=("num_classes", "num_clusters"))
+def _tables(targets, predictions, mask, num_classes, num_clusters):
+    """The tables by runs (per row and pooled) and the plain frame-by-frame ones, per row."""
+    from jaxseg._src.unsupervised import label_tables, pair_table, shifted_labels
 
-    rng = np.random.default_rng(6)
-    n = (1 << 20) + 5  # above the size from which the CPU counts in parts
-    rows, cols = rng.integers(0, 5, n), rng.integers(0, 7, n)
-    keep = rng.random(n) < 0.6
-    got = jax.jit(pair_table, static_argnums=(3, 4))(rows, cols, keep, 5, 7)
-    want = np.zeros((5, 7), int)
-    np.add.at(want, (rows[keep], cols[keep]), 1)
-    np.testing.assert_array_equal(got, want)
-    cells = jnp.asarray(rng.integers(0, 36, 1001), jnp.int32)
-    # the last bin (the sentinel of left-out frames) also counts the padding of the parts
-    np.testing.assert_array_equal(_split_histogram(cells, 35)[:35], _histogram(cells, 35)[:35])
+    args = (targets, predictions, mask, num_classes, num_clusters)
+    per_row, pooled = (label_tables(*args, pooled=pooled) for pooled in (False, True))
+
+    def plain(t, p, m):
+        table = functools.partial(pair_table, num_rows=num_classes + 1, num_cols=num_clusters + 1)
+        return table(*shifted_labels(t, p, m, num_classes, num_clusters))
+
+    return per_row, pooled, jax.vmap(plain)(targets, predictions, mask)
+
+
+@given(
+    specs=st.lists(video_specs(T_MAX), min_size=6, max_size=6),
+    sizes=st.sampled_from(((1, 1), (7, 3), (C_MAX, 9))),
+    shift=st.integers(0, 2),
+    prefix_only=st.booleans(),
+)
+def test_label_tables_by_runs_equal_the_frame_by_frame_table(specs, sizes, shift, prefix_only):
+    """Bit for bit, per row and pooled, with labels outside [-1, C) and [-1, K) left out
+    (C, K below the videos' labels; a shift by -2 below -1), masks with gaps or prefixes,
+    garbage padding; the plain table equals a numpy count."""
+    targets, predictions, mask, _ = pad_batch(specs, T_MAX)
+    if prefix_only:
+        mask = np.arange(T_MAX) < mask.sum(axis=1, keepdims=True)
+    targets, predictions = targets - shift, predictions - 1
+    per_row, pooled, plain = _tables(targets, predictions, mask, *sizes)
+    np.testing.assert_array_equal(per_row, plain)
+    np.testing.assert_array_equal(pooled, np.asarray(plain).sum(axis=0))
+    rows, cols = sizes[0] + 1, sizes[1] + 1
+    for row, (y, p, m) in enumerate(zip(targets + 1, predictions + 1, mask)):
+        kept = m & (y >= 0) & (y < rows) & (p >= 0) & (p < cols)
+        expected = np.zeros((rows, cols), np.int64)
+        np.add.at(expected, (y[kept], p[kept]), 1)
+        np.testing.assert_array_equal(plain[row], expected)

@@ -215,7 +215,7 @@ def _run_bounds(runs: IndexedBits, valid, total, ranks, gaps):
     return start, positions[rows:] - positions[:rows], ranks < count
 
 
-def _sum_over_runs(targets, predictions, mask, cells_of, size: int):
+def sum_over_runs(targets, predictions, mask, cells_of, size: int):
     """int32 ``[size]``: the frames of every run of the pair of labels of rows ``[B, T]``
     added to the cells that ``cells_of(row, t, p)`` gives it (a list of int32 arrays shaped
     like the labels ``t``, ``p`` at the runs' starts; a cell of ``size`` or more is left out).
@@ -262,7 +262,7 @@ def _sum_over_runs(targets, predictions, mask, cells_of, size: int):
 
 def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: bool):
     """The confusion matrices of rows ``[B, T]`` from the runs of their pairs of labels
-    (:func:`_sum_over_runs`): :func:`count_pairs` of the valid frames, equal to it, with one
+    (:func:`sum_over_runs`): :func:`count_pairs` of the valid frames, equal to it, with one
     update per run rather than per frame.
 
     Args:
@@ -283,13 +283,13 @@ def confusion_by_runs(targets, predictions, mask, num_classes: int, *, pooled: b
         cell = t.astype(jnp.int32) * C + p.astype(jnp.int32)
         return [jnp.where(inside, cell + (0 if pooled else row * (C * C)), size)]
 
-    matrices = _sum_over_runs(targets, predictions, mask, cells_of, size)
+    matrices = sum_over_runs(targets, predictions, mask, cells_of, size)
     return matrices.reshape((C, C) if pooled else (sequences, C, C))
 
 
 def class_totals_by_runs(targets, predictions, mask, num_classes: int):
     """The per-class totals of rows ``[B, T]`` from the runs of their pairs of labels
-    (:func:`_sum_over_runs`): :func:`count_classes` of the valid frames, equal to it, with
+    (:func:`sum_over_runs`): :func:`count_classes` of the valid frames, equal to it, with
     one update per run and total rather than per frame.
 
     Args:
@@ -314,7 +314,7 @@ def class_totals_by_runs(targets, predictions, mask, num_classes: int):
             jnp.where(t_in & agree, base + 2 * C + t, size),
         ]
 
-    totals = _sum_over_runs(targets, predictions, mask, cells_of, size)
+    totals = sum_over_runs(targets, predictions, mask, cells_of, size)
     return totals.reshape(sequences, 3, C)
 
 

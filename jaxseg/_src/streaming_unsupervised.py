@@ -29,9 +29,8 @@ from jaxseg._src.unsupervised import (
     asot_hungarian_scores,
     asot_matching,
     cte_matching,
-    pair_table,
+    label_tables,
     per_video_hungarian_scores,
-    shifted_labels,
 )
 
 SCALE = 1 << 24
@@ -100,8 +99,7 @@ def global_hungarian(
 
     def update(state, targets, predictions, *, mask=None):
         targets, predictions, mask, _, _ = _inputs(targets, predictions, mask, C, K)
-        rows, cols, keep = shifted_labels(targets, predictions, mask, C, K)
-        table = pair_table(rows.reshape(-1), cols.reshape(-1), keep.reshape(-1), C + 1, K + 1)
+        table = label_tables(targets, predictions, mask, C, K, pooled=True)
         videos = jnp.sum(jnp.any(mask.reshape(-1, mask.shape[-1]), axis=-1), dtype=jnp.int32)
         return TableState(
             counting.add_sum(state.table, table, axis=()), counting.add(state.videos, videos)

@@ -38,6 +38,7 @@ from jaxseg._src import checks
 from jaxseg._src.assignment import compact as compact_labels
 from jaxseg._src.assignment import float_dtype, match_block
 from jaxseg._src.batching import lift
+from jaxseg._src.frame import sum_over_runs
 from jaxseg._src.numerics import running_sum, safe_divide
 from jaxseg._src.programs import one_program
 
@@ -45,7 +46,6 @@ F1_EPS = 1e-8  # the references' epsilon in F1 = 2PR / (P + R + eps)
 SAMPLES_PER_RUN = 15  # frames drawn per ground-truth run by CTE and ASOT
 EXPERIMENTS = 50  # repetitions of the draw in CTE and ASOT
 ASOT_MODES = ("full", "per")
-_SPLIT_FROM = 1 << 20  # frames from which the table is counted in parts on CPU
 
 
 # ------------------------------------------------------------------------------------------
@@ -73,39 +73,40 @@ def shifted_labels(targets, predictions, mask, num_classes, num_clusters):
     return rows, cols, mask & inside
 
 
-def _histogram(cells, bins: int):
-    """int32 ``[bins + 1]`` counts of ``cells`` in ``[0, bins]`` (plain: one scatter-add)."""
-    counts = jnp.zeros(bins + 1, jnp.int32)
-    # out_sharding: on an explicitly sharded batch the counts are replicated (as frame.py).
-    return counts.at[cells].add(
-        1, mode="promise_in_bounds", out_sharding=jax.typeof(counts).sharding
-    )
-
-
-def _split_histogram(cells, bins: int, parts: int = 8):
-    """:func:`_histogram` as ``parts`` independent scatter-adds over slices, summed.
-
-    XLA:CPU runs a single scatter on one core but independent ones side by side, so the
-    pieces use every core (``benchmarks/README.md``, unsupervised section).
-    """
-    size = -(-cells.shape[0] // parts)
-    cells = jnp.pad(cells, (0, size * parts - cells.shape[0]), constant_values=bins)
-    return sum(_histogram(part, bins) for part in cells.reshape(parts, size))
-
-
 def pair_table(rows, cols, keep, num_rows, num_cols):
-    """int32 ``[num_rows, num_cols]``: number of kept frames at each ``(row, col)``."""
+    """int32 ``[num_rows, num_cols]``: number of kept frames at each ``(row, col)``, one
+    update per frame (the plain specification of :func:`label_tables`)."""
     bins = num_rows * num_cols
     cells = jnp.where(keep, rows * num_cols + cols, bins).reshape(-1)
-    if cells.shape[0] < _SPLIT_FROM:
-        counts = _histogram(cells, bins)
-    else:
-        counts = lax.platform_dependent(
-            cells,
-            cpu=lambda c: _split_histogram(c, bins),
-            default=lambda c: _histogram(c, bins),
-        )
+    counts = jnp.zeros(bins + 1, jnp.int32)
+    # out_sharding: on an explicitly sharded batch the counts are replicated (as frame.py).
+    counts = counts.at[cells].add(
+        1, mode="promise_in_bounds", out_sharding=jax.typeof(counts).sharding
+    )
     return counts[:bins].reshape(num_rows, num_cols)
+
+
+def label_tables(targets, predictions, mask, num_classes: int, num_clusters: int, *, pooled):
+    """int32 ``[..., C + 1, K + 1]`` (``pooled``: one ``[C + 1, K + 1]`` for all): the
+    valid frames of each sequence ``[..., T]`` at each (target + 1, prediction + 1), as
+    :func:`pair_table` of :func:`shifted_labels` counts them, equal to it, with one update
+    per run of the pair of labels rather than per frame
+    (:func:`~jaxseg._src.frame.sum_over_runs`).
+    """
+    rows, cols = num_classes + 1, num_clusters + 1
+    targets, predictions, mask = checks.with_a_frame(targets, predictions, mask)
+    batch, T = targets.shape[:-1], targets.shape[-1]
+    flat = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
+    size = rows * cols * (1 if pooled else flat[0].shape[0])
+
+    def cells_of(sequence, t, p):
+        t, p = t.astype(jnp.int32) + 1, p.astype(jnp.int32) + 1  # as shifted_labels
+        inside = (t >= 0) & (t < rows) & (p >= 0) & (p < cols)
+        offset = 0 if pooled else sequence * (rows * cols)
+        return [jnp.where(inside, offset + t * cols + p, size)]
+
+    tables = sum_over_runs(*flat, cells_of, size)
+    return jnp.reshape(tables, (rows, cols) if pooled else (*batch, rows, cols))
 
 
 @one_program
@@ -136,11 +137,7 @@ def contingency_table(targets, predictions, *, num_classes: int, num_clusters: i
         targets, predictions, mask, num_classes, num_clusters
     )
 
-    def one(t, p, m):
-        rows, cols, keep = shifted_labels(t, p, m, C, K)
-        return pair_table(rows, cols, keep & (rows > 0) & (cols > 0), C + 1, K + 1)[1:, 1:]
-
-    return lift(one, (targets, predictions, mask), (1, 1, 1))
+    return label_tables(targets, predictions, mask, C, K, pooled=False)[..., 1:, 1:]
 
 
 # ------------------------------------------------------------------------------------------
@@ -406,12 +403,12 @@ def global_hungarian_scores(
     )
     background = bool(exclude_background)
     segments = jnp.asarray(K if segments_per_video is None else segments_per_video)
-    rows, cols, keep = _pooled(targets, predictions, mask, C, K)
-    table = pair_table(rows, cols, keep, C + 1, K + 1)
+    table = label_tables(targets, predictions, mask, C, K, pooled=True)
     class_cluster, cluster_class, raw, bg = cte_matching(table, background)
     scores = _cte_frame_scores(table, class_cluster, bg)
     if f1:
         videos = _videos(mask)
+        rows, cols, keep = _pooled(targets, predictions, mask, C, K)
         scores.update(_cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos))
     scores = {k: v.astype(jnp.float32) for k, v in scores.items()}
     return {**scores, "cluster_class": cluster_class, "class_cluster": class_cluster}
@@ -487,9 +484,9 @@ def _asot_f1(rows, cols, keep, class_cluster, classes, videos):
     return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
 
 
-def _asot_sequence(rows, cols, keep, videos, C, K, exclude_background, f1):
-    """ASOT's three scores on one (concatenated) sequence."""
-    table = pair_table(rows, cols, keep, C + 1, K + 1)
+def _asot_sequence(table, rows, cols, keep, videos, exclude_background, f1):
+    """ASOT's three scores on one (concatenated) sequence: its :func:`label_tables` table
+    and its :func:`shifted_labels`."""
     table, class_cluster, classes = asot_matching(table, exclude_background)
     if exclude_background:
         keep = keep & (rows != 0)
@@ -566,14 +563,16 @@ def asot_hungarian_scores(
     mode = checks.static_choice("mode", mode, ASOT_MODES)
     exclude = bool(exclude_background)
     if mode == "full":
+        table = label_tables(targets, predictions, mask, C, K, pooled=True)
         rows, cols, keep = _pooled(targets, predictions, mask, C, K)
-        return _asot_sequence(rows, cols, keep, _videos(mask), C, K, exclude, bool(f1))
+        return _asot_sequence(table, rows, cols, keep, _videos(mask), exclude, bool(f1))
 
-    def one(t, p, m):
+    def one(table, t, p, m):
         rows, cols, keep = shifted_labels(t, p, m, C, K)
-        return _asot_sequence(rows, cols, keep, jnp.int32(1), C, K, exclude, bool(f1))
+        return _asot_sequence(table, rows, cols, keep, jnp.int32(1), exclude, bool(f1))
 
-    return lift(one, (targets, predictions, mask), (1, 1, 1))
+    tables = label_tables(targets, predictions, mask, C, K, pooled=False)
+    return lift(one, (tables, targets, predictions, mask), (2, 1, 1, 1))
 
 
 # ------------------------------------------------------------------------------------------
@@ -674,12 +673,11 @@ def per_video_hungarian_scores(
     batch = targets.shape[:-1]
     divisor = None if iou_divisor is None else jnp.broadcast_to(jnp.asarray(iou_divisor), batch)
 
-    def one(t, p, m, d):
-        rows, cols, keep = shifted_labels(t, p, m, C, K)
-        table = pair_table(rows, cols, keep, C + 1, K + 1)
+    def one(table, d):
         if d is None:
             d = jnp.sum(jnp.sum(table, axis=0) > 0)
         scores = _finch_scores(table, d)
         return {k: v.astype(jnp.float32) for k, v in scores.items()}
 
-    return lift(one, (targets, predictions, mask, divisor), (1, 1, 1, 0))
+    tables = label_tables(targets, predictions, mask, C, K, pooled=False)
+    return lift(one, (tables, divisor), (2, 0))
