@@ -10,6 +10,11 @@ then a weighted sum, and 10,000 bootstrap replicates cost little more than one e
     result.lower["f1"], result.upper["f1"]
 """
 
+from jaxseg._host.intervals import (
+    dataset_metrics,
+    segmentation_comparison,
+    segmentation_intervals,
+)
 from jaxseg._src.segmentation import SegmentationStatistics, segmentation_statistics
 from jaxseg._src.stats import (
     BootstrapResult,
@@ -26,9 +31,6 @@ from jaxseg._src.stats_segmentation import (
     ClassStatistics,
     class_metrics,
     class_statistics,
-    dataset_metrics,
-    segmentation_comparison,
-    segmentation_intervals,
     segmentation_metrics,
 )
 

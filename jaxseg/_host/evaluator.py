@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._host.compilation import jit
+from jaxseg._host.intervals import dataset_metrics, segmentation_intervals, video_metrics
 from jaxseg._host.padding import (
     PaddedBuffers,
     bucket,
@@ -32,12 +33,7 @@ from jaxseg._src.segmentation import (
     tables_from_words,
 )
 from jaxseg._src.segments import Segments, background_tallies, pair_words
-from jaxseg._src.stats_segmentation import (
-    ClassStatistics,
-    dataset_metrics,
-    segmentation_intervals,
-    video_metrics,
-)
+from jaxseg._src.stats_segmentation import ClassStatistics
 
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
