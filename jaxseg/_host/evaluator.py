@@ -500,7 +500,7 @@ class Evaluator:
         s = self.statistics()
         pooled = ClassStatistics(*(counts[None] for counts in self._class_counts))
         values = dataset_metrics(s, class_stats=pooled)
-        per_tau = lambda values: dict(zip(self.iou_thresholds, values))  # noqa: E731
+        per_tau = lambda items: dict(zip(self.iou_thresholds, items))  # noqa: E731
         counts = {
             key: np.sum(getattr(s, key), axis=0, dtype=np.int64) for key in ("tp", "fp", "fn")
         }
@@ -528,7 +528,7 @@ class Evaluator:
         """One dict of per-video values for every video added, in the order added."""
         s = self.statistics()
         values = video_metrics(s)
-        per_tau = lambda values: dict(zip(self.iou_thresholds, values))  # noqa: E731
+        per_tau = lambda items: dict(zip(self.iou_thresholds, items))  # noqa: E731
         out = []
         for i, name in enumerate(self._names):
             out.append(

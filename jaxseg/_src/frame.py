@@ -1,7 +1,9 @@
 """Frame-level metrics: accuracy (MoF) and the confusion-matrix family.
 
-The confusion matrix is counted per run of the pair of labels (:func:`confusion_by_runs`),
-beside its frame-by-frame definition (:func:`count_pairs`), which the tests hold it to.
+The confusion matrix and the per-class totals are counted per run of the pair of labels
+(:func:`sum_over_runs`: :func:`confusion_by_runs`, :func:`class_totals_by_runs`), beside
+their frame-by-frame definitions (:func:`count_pairs`, :func:`count_classes`), which the
+tests hold them to.
 """
 
 from __future__ import annotations
