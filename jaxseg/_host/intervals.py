@@ -29,6 +29,12 @@ def _ratio64(numerator, denominator, fill):
         return np.where(denominator > 0, numerator / np.maximum(denominator, 1.0), fill)
 
 
+def _edit_scores(statistics) -> np.ndarray:
+    """float64 ``[N]``: each video's edit score, 1 where it has no segment."""
+    longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
+    return 1.0 - _ratio64(statistics.edit_distance, longest, 0.0)
+
+
 def video_metrics(statistics) -> dict:
     """Accuracy ``[N]``, edit ``[N]`` and segmental precision/recall/F1 ``[N, K]`` of every
     video, float64 on the host from its exact counts (the values :class:`jaxseg.Evaluator`'s
@@ -49,10 +55,9 @@ def video_metrics(statistics) -> dict:
     ([[0.5]], [[0.3333]])
     """
     tp, fp, fn = (np.asarray(x, np.int64) for x in (statistics.tp, statistics.fp, statistics.fn))
-    longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
     return {
         "accuracy": _ratio64(statistics.correct, statistics.frames, np.nan),
-        "edit": 1.0 - _ratio64(statistics.edit_distance, longest, 0.0),
+        "edit": _edit_scores(statistics),
         "precision": _ratio64(tp, tp + fp, 0.0),
         "recall": _ratio64(tp, tp + fn, 0.0),
         "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
@@ -82,7 +87,7 @@ def dataset_metrics(statistics, *, class_stats=None) -> dict:
     """
     total = lambda x: np.sum(np.asarray(x, np.int64), axis=0)  # noqa: E731
     frames = np.asarray(statistics.frames, np.int64)
-    edit = video_metrics(statistics)["edit"]
+    edit = _edit_scores(statistics)
     tp, fp, fn = total(statistics.tp), total(statistics.fp), total(statistics.fn)
     segmental_valid = not np.any(statistics.overflow)
     out = {
