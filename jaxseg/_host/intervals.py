@@ -29,6 +29,17 @@ def _ratio64(numerator, denominator, fill):
         return np.where(denominator > 0, numerator / np.maximum(denominator, 1.0), fill)
 
 
+def _scores64(tp, fp, fn) -> dict:
+    """float64 ``precision``, ``recall`` and ``f1`` of exact integer counts, 0 where a
+    denominator is 0 (MS-TCN's ``nan_to_num``; :func:`~jaxseg._src.numerics.precision_recall_f1`
+    in float64)."""
+    return {
+        "precision": _ratio64(tp, tp + fp, 0.0),
+        "recall": _ratio64(tp, tp + fn, 0.0),
+        "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
+    }
+
+
 def _edit_scores(statistics) -> np.ndarray:
     """float64 ``[N]``: each video's edit score, 1 where it has no segment."""
     longest = np.maximum(statistics.target_segments, statistics.predicted_segments)
@@ -58,9 +69,7 @@ def video_metrics(statistics) -> dict:
     return {
         "accuracy": _ratio64(statistics.correct, statistics.frames, np.nan),
         "edit": _edit_scores(statistics),
-        "precision": _ratio64(tp, tp + fp, 0.0),
-        "recall": _ratio64(tp, tp + fn, 0.0),
-        "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
+        **_scores64(tp, fp, fn),
     }
 
 
@@ -93,9 +102,7 @@ def dataset_metrics(statistics, *, class_stats=None) -> dict:
     out = {
         "accuracy": _ratio64(total(statistics.correct), total(frames), np.nan),
         "edit": _ratio64(np.sum(edit[frames > 0]), np.sum(frames > 0), np.nan),
-        "precision": _ratio64(tp, tp + fp, 0.0),
-        "recall": _ratio64(tp, tp + fn, 0.0),
-        "f1": _ratio64(2 * tp, 2 * tp + fp + fn, 0.0),
+        **_scores64(tp, fp, fn),
     }
     if not segmental_valid:
         out.update({k: np.full_like(out[k], np.nan) for k in ("edit", *SCORES)})
