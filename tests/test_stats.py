@@ -404,6 +404,29 @@ def test_class_statistics_leave_labels_outside_the_classes_out():
     )
 
 
+def test_class_statistics_jit_vmap_and_degenerate_rows():
+    """One video at a time under ``jax.vmap`` equals the batch, under ``jax.jit`` too; a fully
+    masked row and sequences without frames count nothing."""
+    targets, predictions, mask = _videos(2)
+    mask[1] = False
+    batched = stats.class_statistics(targets, predictions, num_classes=C, mask=mask)
+
+    def one(t, p, m):
+        return stats.class_statistics(t, p, num_classes=C, mask=m)
+
+    mapped = jax.jit(jax.vmap(one))(targets, predictions, mask)
+    for got, want in zip(mapped, batched, strict=True):
+        np.testing.assert_array_equal(got, want)
+    for row in range(N):
+        expected = ref.class_totals(targets[row], predictions[row], C, mask[row])
+        np.testing.assert_array_equal(np.stack([x[row] for x in batched]), expected)
+    assert not np.asarray(batched.support[1]).any()
+    empty = stats.class_statistics(
+        np.zeros((2, 0), np.int32), np.zeros((2, 0), np.int32), num_classes=3
+    )
+    assert all(np.asarray(x).tolist() == [[0, 0, 0]] * 2 for x in empty)
+
+
 # ------------------------------------------------------------------------------------------
 # Host-side helpers (Evaluator / CLI)
 # ------------------------------------------------------------------------------------------

@@ -125,8 +125,9 @@ def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
 
     Pairs with a label outside ``[0, C)`` are left out (never aliased into another cell).
     """
+    inside = checks.in_label_range(targets, num_classes)
+    inside = inside & checks.in_label_range(predictions, num_classes)
     t, p = targets.astype(jnp.int32), predictions.astype(jnp.int32)
-    inside = (t >= 0) & (t < num_classes) & (p >= 0) & (p < num_classes)
     cell = jnp.where(inside, t * num_classes + p, num_classes * num_classes)
     matrix = jnp.zeros(num_classes * num_classes, jnp.int32)
     # out_sharding: on an explicitly sharded batch the sum is replicated, like the matrix.
