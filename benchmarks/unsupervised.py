@@ -18,7 +18,8 @@ jaxseg is ``jax.jit(global_hungarian_scores)`` on padded ``[1712, 6000]`` int32 
 mask (warm; compilation reported apart), with ``f1=False`` (MoF and IoU, against the
 matching baselines) and at its default (MoF, IoU and the F1 limit, against the baselines
 with sampled F1). Each round times every baseline once and jaxseg best of ``--repeats``; the
-ratio reported is the median over ``--rounds`` of the per-round ratios.
+ratio reported is the median over ``--rounds`` of the per-round ratios. A last row times
+``metrics.contingency_table`` (one table per video) against ``np.bincount`` per video.
 
 Run: ``python benchmarks/unsupervised.py [--repeats N] [--rounds R]``.
 """
@@ -141,6 +142,39 @@ def _best(fn, args, repeats):
     return min(timed(lambda: jax.block_until_ready(fn(*args)))[0] for _ in range(repeats))
 
 
+def numpy_contingency(targets, predictions):
+    """Per video ``np.bincount`` of the cells ``K t + p`` (every label of this set is in range)."""
+    cells = CLASSES * CLUSTERS
+    return np.stack(
+        [
+            np.bincount(CLUSTERS * t + p, minlength=cells).reshape(CLASSES, CLUSTERS)
+            for t, p in zip(targets, predictions)
+        ]
+    )
+
+
+def contingency_row(targets, predictions, data, repeats, rounds):
+    """``metrics.contingency_table`` (the per-video tables) against per-video ``np.bincount``."""
+    table = jax.jit(
+        lambda g, p, m: metrics.contingency_table(
+            g, p, mask=m, num_classes=CLASSES, num_clusters=CLUSTERS
+        )
+    )
+    first, ours = timed(lambda: jax.block_until_ready(table(*data)))
+    assert np.array_equal(np.asarray(ours)[: len(targets)], numpy_contingency(targets, predictions))
+    base, mine = [], []
+    for _ in range(rounds):
+        base.append(timed(lambda: numpy_contingency(targets, predictions))[0])
+        mine.append(_best(table, data, repeats))
+    ratio = np.array(base) / np.array(mine)
+    print(
+        f"contingency_table per video vs np.bincount per video: baseline "
+        f"{1e3 * np.median(base):.1f} ms, jaxseg {1e3 * np.median(mine):.1f} ms (best of "
+        f"{repeats}; first call {first:.2f} s); ratio x{np.median(ratio):.1f} "
+        f"[x{ratio.min():.1f}-x{ratio.max():.1f}]"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5, help="jaxseg calls per round (best)")
@@ -192,6 +226,7 @@ def main():
             f"(best of {args.repeats}); ratio x{np.median(ratio):.0f} "
             f"[x{min(ratio):.0f}-x{max(ratio):.0f}] (target x20)"
         )
+    contingency_row(targets, predictions, data, args.repeats, args.rounds)
 
 
 if __name__ == "__main__":
