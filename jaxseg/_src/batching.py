@@ -10,19 +10,22 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
-# Rows per loop step of a whole batch: at most this many (their scratch memory).
+# Rows per loop step of a whole batch: at most this many (their scratch memory). A step of
+# the F1 matching keeps several arrays per row (the groups' scan over the candidates) and
+# runs faster at half that width, where they stay in cache (benchmarks/README.md).
 _BATCH_ROWS = 1 << 16
+MATCHING_ROWS = 1 << 15
 
 
-def rows_per_step(sequences: int) -> int:
+def rows_per_step(sequences: int, batch_rows: int = _BATCH_ROWS) -> int:
     """Rows (candidate matches, runs) of each sequence per step of a loop over a batch of
     ``sequences``: up to 128 (a usual sequence's all), fewer where the batch's rows would
-    pass ``_BATCH_ROWS``.
+    pass ``batch_rows``, and at least 16.
 
-    >>> rows_per_step(1712), rows_per_step(256)
-    (32, 128)
+    >>> rows_per_step(1712), rows_per_step(256), rows_per_step(1712, MATCHING_ROWS)
+    (32, 128, 16)
     """
-    fits = max(_BATCH_ROWS // max(sequences, 1), 16)
+    fits = max(batch_rows // max(sequences, 1), 16)
     return min(128, 1 << (fits.bit_length() - 1))
 
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxseg._src import checks
-from jaxseg._src.batching import rows_at_once, rows_per_step
+from jaxseg._src.batching import MATCHING_ROWS, rows_at_once, rows_per_step
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import (
     edit_score_from_distance,
@@ -245,7 +245,7 @@ def _with_distances(lengths, words, distance, valid, gaps, capacities, rule):
         overflow = jnp.zeros(lengths.shape, jnp.bool_)
     else:
         overflow = (target_segments > capacities[0]) | (predicted_segments > capacities[1])
-    chunk = rows_per_step(lengths.shape[0])
+    chunk = rows_per_step(lengths.shape[0], MATCHING_ROWS)
     matches = functools.partial(_matches, chunk=chunk, gaps=gaps, **rule)
     tp, fp, fn = jax.vmap(matches)(words, lengths, valid)
     correct = jax.vmap(count_set_bits)(words.correct)
