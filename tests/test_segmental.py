@@ -650,6 +650,26 @@ def test_many_more_segments_on_one_side_are_exact(target_segments, predicted_seg
         np.testing.assert_array_equal((got.tp[i], got.fp[i], got.fn[i]), (tp, fp, fn))
 
 
+def test_a_large_batch_matches_its_candidates_in_narrow_steps_exactly():
+    # 1100 sequences: the matching visits 16 candidates of each per loop step
+    # (batching.MATCHING_ROWS), so a sequence of up to ~100 candidates (two labels, up to 120
+    # segments a side) takes several steps and its predictions' groups cross the steps'
+    # edges; no count changes.
+    rng = np.random.default_rng(11)
+    T, B = 300, 1100
+    counts = rng.integers(1, 120, (B, 2))
+    targets = np.stack([_with_segments(rng, n_t, T, labels=2) for n_t, _ in counts])
+    predictions = np.stack([_with_segments(rng, n_p, T, labels=2) for _, n_p in counts])
+    lengths = rng.integers(T // 2, T + 1, B)
+    mask = np.arange(T) < lengths[:, None]
+    got = jax.jit(segmentation_statistics, static_argnames="iou_thresholds")(
+        targets, predictions, mask=mask, iou_thresholds=OVERLAPS
+    )
+    for i in range(B):
+        tp, fp, fn = ref.segmental_counts(targets[i], predictions[i], OVERLAPS, mask[i])
+        np.testing.assert_array_equal((got.tp[i], got.fp[i], got.fn[i]), (tp, fp, fn))
+
+
 def test_many_target_segments():
     # 300 target segments: the distinct targets are counted with a scatter (more than 256).
     rng = np.random.default_rng(4)
