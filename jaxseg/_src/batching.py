@@ -11,8 +11,8 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 # Rows per loop step of a whole batch: at most this many (their scratch memory). A step of
-# the F1 matching keeps several arrays per row (the groups' scan over the candidates) and
-# runs faster at half that width, where they stay in cache (benchmarks/README.md).
+# the F1 matching keeps several arrays per row (the groups' scan over the candidates); it
+# ran faster at half that width (benchmarks/README.md, segmentation).
 _BATCH_ROWS = 1 << 16
 MATCHING_ROWS = 1 << 15
 
