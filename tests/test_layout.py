@@ -6,7 +6,10 @@ matplotlib into the functions users jit.
 """
 
 import ast
+import io
 import pathlib
+import re
+import tokenize
 
 import jaxseg
 
@@ -53,3 +56,37 @@ def test_no_kernel_function_is_longer_than_80_lines():
     assert longest, "no kernel functions found"
     too_long = {name: lines for name, lines in longest.items() if lines > 80}
     assert not too_long, too_long
+
+
+# A duration (ms, us, s after a decimal number) or a speed-up factor ("2x faster", "3-4x more").
+_TIMING = re.compile(
+    r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:ms|us|µs)\b"
+    r"|\b\d+\.\d+(?:-\d+(?:\.\d+)?)? ?s\b"
+    r"|\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?x (?:faster|slower|more|less)\b"
+    r"|\d+% (?:faster|slower)"
+)
+
+
+def _comments_and_docstrings(path):
+    source = path.read_text(encoding="utf-8")
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            docstring = ast.get_docstring(node, clean=False)
+            if docstring:
+                yield node.body[0].lineno, docstring
+
+
+def test_comments_say_why_and_leave_timings_to_the_benchmarks():
+    # Timings drift with the machine and the code; benchmarks/README.md keeps the current ones
+    # (and, for choices measured once, the numbers behind them).
+    timed = {
+        f"{path.relative_to(_PACKAGE)}:{line}": match.group(0)
+        for path in sorted(_PACKAGE.rglob("*.py"))
+        for line, text in _comments_and_docstrings(path)
+        for match in [_TIMING.search(text)]
+        if match
+    }
+    assert not timed, timed

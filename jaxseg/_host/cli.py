@@ -767,8 +767,8 @@ def run() -> None:
     """The console command: :func:`main`, then the process ends at once.
 
     Every result is written and flushed by then; what is skipped is the interpreter's teardown
-    of JAX (its CPU client), which takes 0.3-0.45 s on a 2-core CPU, even after a trivial
-    program.
+    of JAX (its CPU client), a noticeable part of a short command's time even after a trivial
+    program (``benchmarks/README.md``, choices measured once).
     """
     status = main()
     for stream in (sys.stdout, sys.stderr):

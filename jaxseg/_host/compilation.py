@@ -2,9 +2,9 @@
 costs more than their run: the Evaluator's phase 2 compiles once per dataset shape.
 
 XLA:CPU's default code generation in JAX 0.10 (the MLIR fusion emitters) compiles phase 2,
-about 190 small fusions, in 2.0-2.5 s; its classic emitters in 1.2-1.8 s, and the program
-gives the same bits 0.3-1.9 ms later (of ~10 ms, Breakfast-shaped; ``benchmarks/README.md``).
-Memory-bound passes lose more (the frame pass: 2-3 ms), so they keep ``jax.jit``.
+about 190 small fusions, more slowly than its classic emitters, whose program gives the same
+bits a little later; memory-bound passes (the frame pass) lose more than they gain, so they
+keep ``jax.jit`` (``benchmarks/README.md``, choices measured once).
 """
 
 from __future__ import annotations

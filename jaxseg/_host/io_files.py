@@ -450,8 +450,9 @@ def start_loading(
 
     The folders, mapping and split are checked at once. With ``processes > 1`` (Linux) the
     label files are then read by that many forked processes, which start now: the caller can
-    work meanwhile (the command line imports JAX, ~1 s, as long as reading a Breakfast-sized
-    folder). Fork only from a process without threads: not after JAX has been imported.
+    work meanwhile (the command line imports JAX, which takes about as long as reading a
+    Breakfast-sized folder). Fork only from a process without threads: not after JAX has
+    been imported.
     """
     ground_truth, predictions = Path(ground_truth), Path(predictions)
     if mapping is None:

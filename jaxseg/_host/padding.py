@@ -136,7 +136,8 @@ def largest_label(targets, predictions) -> int:
     """:func:`label_bound` over two lists of 1-D label arrays (checked by :func:`video_array`).
 
     Many videos of one dtype are reduced a few at a time, concatenated (:func:`_joint_bound`),
-    a list on each of two threads: a reduction per video costs ~3 us of call overhead.
+    a list on each of two threads: numpy's overhead per call would cost more than the
+    reduction of a short video.
     """
     videos = (*targets, *predictions)
     if len(videos) < 64 or len({v.dtype for v in videos}) > 1:
@@ -221,8 +222,7 @@ def copy_pair(destinations, sources) -> None:
     """``destination[...] = source`` for two pairs of arrays, on two threads.
 
     numpy releases the GIL while it copies a large block, and one core does not saturate the
-    memory bandwidth here: two 41 MB int32 copies take 5 ms instead of 9 ms one after the
-    other (2-core CPU).
+    memory bandwidth (``benchmarks/README.md``, choices measured once).
     """
     copies = [_COPIERS.submit(_copy, d, s) for d, s in zip(destinations, sources)]
     for copy in copies:
@@ -234,8 +234,8 @@ def copy_if_int8(destination: np.ndarray, source: np.ndarray) -> bool:
     every label lies in [0, 127]; returns whether it did.
 
     Blocks of ~2 MB are checked and then copied while they are in cache, so memory is read
-    once (Breakfast-shaped batch, two threads: 3.9-4.1 ms instead of 5.4 ms for a bound pass
-    and a copy pass). At the first block with a label out of range it stops, unfinished.
+    once, not by a pass for the bound and another for the copy. At the first block with a
+    label out of range it stops, unfinished.
     """
     rows = max(1, _BLOCK_BYTES // max(1, source[:1].nbytes))
     for first in range(0, len(source), rows):

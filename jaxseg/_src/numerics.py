@@ -148,10 +148,10 @@ def windowed_running_sum(x):
     a few kernels).
 
     On CPU it beats a parallel prefix scan (eight levels, ~16 small kernels) for rows of a few
-    hundred entries: over the ~200 words of a Breakfast-shaped video's frame flags, the
-    segment tables (phase 2a of the Evaluator) take 2.7-2.8 ms instead of 3.3-3.5 ms, and the
-    scan beat :func:`running_sum`'s matrix products there. Over the ~6,000 words of a long AP
-    row the matrix products were as fast or faster, so the ranking keeps them.
+    hundred entries, such as the ~200 words of a Breakfast-shaped video's frame flags, where
+    the scan in turn beat :func:`running_sum`'s matrix products; over the ~6,000 words of a
+    long AP row the matrix products were as fast or faster, so the ranking keeps them
+    (``benchmarks/README.md``, choices measured once).
 
     Other backends run ``jnp.cumsum`` (the same integers).
 
@@ -174,8 +174,8 @@ def running_sum(x, *, largest: int):
     the block totals by the same scheme: about 64 multiply-adds per entry and a few kernels
     per level of 64. float32 is exact while ``largest * N < 2**24``; beyond, a parallel
     prefix scan. On CPU it runs as fast as ``lax.associative_scan`` with a third of the
-    kernels (its compilation is ~3x faster), and ``jnp.cumsum`` lowers to a windowed
-    reduction, quadratic in N. Other backends run ``jnp.cumsum`` (the same integers).
+    kernels (so it compiles faster), and ``jnp.cumsum`` lowers to a windowed reduction,
+    quadratic in N. Other backends run ``jnp.cumsum`` (the same integers).
 
     >>> running_sum(jnp.array([1, 0, 3, 2]), largest=3).tolist()
     [1, 1, 4, 6]

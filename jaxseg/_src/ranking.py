@@ -137,8 +137,7 @@ def _packed_stable_order(keys: jax.Array, *, key_bits: int) -> jax.Array:
 
 def _tree_sum(x: jax.Array) -> jax.Array:
     """Sum over the last axis: blocks of 16 in order, then pairwise halving (rounding error
-    ~16 + log2(N / 16) ulps). The blocks spare padding a long row to a power of two (200,000
-    entries: 10% faster AP).
+    ~16 + log2(N / 16) ulps). The blocks spare padding a long row to a power of two.
 
     A block is summed as 16 slices added one by one, not by ``jnp.sum``: XLA:CPU runs a sum
     over a short axis as a separate library kernel, so the summands were written out first
@@ -164,7 +163,8 @@ def cumulative_count(x: jax.Array) -> jax.Array:
     Every 32 entries become the bits of a uint32 word; an entry's count is the running sum of
     the words' popcounts before its word plus the popcount of its word's lower bits. Only the
     word counts are summed in a separate pass: the rest is elementwise, computed in the pass
-    that uses the counts (a float matrix product over all entries costs 3-4x more there).
+    that uses the counts (a float matrix product over all entries costs several times more
+    there).
     """
     n = x.shape[-1]
     if n == 0:

@@ -94,7 +94,7 @@ def compact_batch(arrays, mask):
         # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
         # batched scatter it needs no [B*T, 2] index arrays: with them the program's scratch
         # memory grows so large that every call, even one taking the other branch, pays fresh
-        # page faults for it (2-3x slower at 256 x 6000).
+        # page faults for it.
         key = (~mask).astype(jnp.int8)
         return tuple(lax.sort((key, *arrays), dimension=mask.ndim - 1, num_keys=1)[1:])
 
@@ -508,8 +508,9 @@ def select_ranks(bits: IndexedBits, ranks):
     The word holding the k-th bit is found in two comparison steps over the words' running
     popcounts: first against the running count at the end of every block of ``b ~ sqrt(W)/2``
     words, then against the ``b`` counts of the block found (one contiguous gather). The bit
-    inside the word comes from :func:`_select_in_word`. Compared with a binary search (one
-    dependent gather per step) this is 1.5-2x faster on CPU and half the compile time.
+    inside the word comes from :func:`_select_in_word`. It replaced a binary search (one
+    dependent gather per step), slower on CPU and slower to compile
+    (``benchmarks/README.md``, choices measured once).
     """
     words, running = bits
     n_words = words.shape[-1]
