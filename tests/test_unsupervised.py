@@ -270,6 +270,29 @@ def test_hungarian_matching_breaks_ties_as_scipy():
         np.testing.assert_array_equal(row_for_col, want_r)
 
 
+def test_hungarian_matching_of_few_live_rows_in_a_wide_table_breaks_ties_as_scipy():
+    # Tables of 20-40 rows and columns whose live blocks have at most 16 rows once oriented
+    # (a video's clusters against every class) are solved in a matrix of 16 rows; a batch
+    # with one larger block solves every table in the full matrix. Both pair as scipy does.
+    rng = np.random.default_rng(2)
+    solve = jax.jit(jax.vmap(lambda t, r, c: M.hungarian_matching(t, num_rows=r, num_cols=c)))
+    for few_only in (True, False, True, False):
+        R, N = rng.integers(20, 41, 2)
+        tables = rng.integers(0, rng.integers(1, 6), (6, R, N)).astype(np.int32)
+        live = rng.integers(0, 17, (6, 2))
+        live[:, rng.integers(0, 2)] = rng.integers(0, min(R, N) + 1, 6)  # wide or tall
+        live = np.minimum(live, [R, N])
+        if not few_only:
+            live[3] = (min(R, N), min(R, N))  # one block of 20 or more rows either way
+        col_for_row, row_for_col = solve(tables, live[:, 0], live[:, 1])
+        for table, (r, c), got_c, got_r in zip(tables, live, col_for_row, row_for_col):
+            rows, cols = linear_sum_assignment(table[:r, :c], maximize=True)
+            want_c, want_r = np.full(R, -1), np.full(N, -1)
+            want_c[rows], want_r[cols] = cols, rows
+            np.testing.assert_array_equal(got_c, want_c)
+            np.testing.assert_array_equal(got_r, want_r)
+
+
 def test_hungarian_matching_vmaps():
     rng = np.random.default_rng(1)
     tables = rng.integers(0, 5, (3, 2, 4, 5)).astype(np.int32)

@@ -11,11 +11,14 @@ dynamic size in a static matrix without changing any decision of the algorithm.
 
 from __future__ import annotations
 
+import functools
+
 import jax.numpy as jnp
 import optax
+from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import lift
+from jaxseg._src.batching import largest, lift
 from jaxseg._src.programs import one_program
 
 # Cost of the cells outside the live block: above any path cost inside it, finite in float32.
@@ -27,24 +30,26 @@ def float_dtype():
     return jnp.asarray(0.0).dtype
 
 
-def match_block(cost, num_rows, num_cols):
+def match_block(cost, num_rows, num_cols, *, few_rows: int = 0):
     """scipy's ``linear_sum_assignment(cost[:num_rows, :num_cols])`` on a static ``cost``.
 
     Args:
       cost: float ``[R, N]`` costs to minimise; only the top-left block counts.
       num_rows: int32 scalar (may be traced), rows of the live block, ``<= R``.
       num_cols: int32 scalar (may be traced), columns of the live block, ``<= N``.
+      few_rows: static; if positive, a matrix of that many rows serves whenever every block
+        of the batch has at most that many rows once oriented (0: always the full one).
 
     Returns:
       ``(col_for_row int32 [R], row_for_col int32 [N])``: the partner of each row/column of
       the block, -1 where it has none (outside the block, or left over in a rectangular one).
 
     scipy solves the transposed block when it has fewer columns than rows; so does this. The
-    oriented block (``r <= c``) sits in the top-left of an ``[S, 2S]`` matrix (``S =
-    max(R, N)``): its rows come first in the row loop and its columns last in the column scan
-    (which runs from the last column down), exactly as when solved alone; every other cell of
-    the block's rows costs :data:`_OUTSIDE`, so no shortest path leaves the block, and each
-    extra row has a zero-cost extra column of its own, so no extra row ever enters it.
+    oriented block (``r <= c``) sits in the top-left of the static matrix of
+    :func:`_embedded_solution`, and the algorithm runs one augmentation per row of that
+    matrix: ``max(R, N)`` rows, or ``few_rows`` where every oriented block of the batch (of
+    all examples under ``jax.vmap``) fits them, as a video's clusters against every class do
+    in the per-video unsupervised protocols. Both are compiled; one runs.
     """
     R, N = cost.shape
     S = max(R, N, 1)
@@ -53,14 +58,15 @@ def match_block(cost, num_rows, num_cols):
     oriented = jnp.where(transpose, square.T, square)
     live_rows = jnp.where(transpose, num_cols, num_rows)
     live_cols = jnp.where(transpose, num_rows, num_cols)
-    i = jnp.arange(S)[:, None]
-    j = jnp.arange(2 * S)[None, :]
-    padded = jnp.concatenate([oriented, jnp.zeros((S, S), cost.dtype)], axis=1)
-    inside = (i < live_rows) & (j < live_cols)
-    spare = (i >= live_rows) & (j >= S)
-    matrix = jnp.where(inside, padded, jnp.where(spare, 0.0, _OUTSIDE).astype(cost.dtype))
-    _, cols = optax.assignment.base_hungarian_algorithm(matrix)
-    cols = cols.astype(jnp.int32)
+    solve = functools.partial(_embedded_solution, oriented, live_rows, live_cols)
+    if 0 < few_rows < S:
+        cols = lax.cond(
+            largest(live_rows) <= few_rows,
+            lambda: jnp.pad(solve(few_rows), (0, S - few_rows), constant_values=-1),
+            lambda: solve(S),
+        )
+    else:
+        cols = solve(S)
     rows = jnp.arange(S, dtype=jnp.int32)
     live = rows < live_rows
     partner = jnp.where(live, cols, -1)
@@ -68,6 +74,33 @@ def match_block(cost, num_rows, num_cols):
     col_for_row = jnp.where(transpose, inverse, partner)[:R]
     row_for_col = jnp.where(transpose, partner, inverse)[:N]
     return col_for_row, row_for_col
+
+
+# Rows of match_block's small matrix for batches of small blocks (one augmentation each):
+# more than the clusters of a video of the unsupervised benchmarks.
+FEW_ROWS = 16
+
+
+def _embedded_solution(oriented, live_rows, live_cols, rows: int):
+    """int32 ``[rows]``: the column of each of the first ``rows`` rows when the oriented live
+    block (top-left of ``oriented [S, S]``, ``live_rows <= rows``) is solved inside a
+    ``[rows, S + rows]`` matrix.
+
+    The block's rows come first in the algorithm's row loop and its columns last in the
+    column scan (which runs from the last column down), exactly as when it is solved alone;
+    every other cell of the block's rows costs :data:`_OUTSIDE`, so no shortest path leaves
+    the block, and each extra row has a zero-cost spare column of its own (columns ``S`` on),
+    so no extra row ever enters it.
+    """
+    S = oriented.shape[0]
+    i = jnp.arange(rows)[:, None]
+    j = jnp.arange(S + rows)[None, :]
+    padded = jnp.concatenate([oriented[:rows], jnp.zeros((rows, rows), oriented.dtype)], axis=1)
+    inside = (i < live_rows) & (j < live_cols)
+    spare = (i >= live_rows) & (j >= S)
+    matrix = jnp.where(inside, padded, jnp.where(spare, 0.0, _OUTSIDE).astype(oriented.dtype))
+    _, cols = optax.assignment.base_hungarian_algorithm(matrix)
+    return cols.astype(jnp.int32)
 
 
 @one_program
@@ -106,7 +139,7 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
     cost = -table.astype(float_dtype())
 
     def one(c, r, n):
-        return match_block(c, r.astype(jnp.int32), n.astype(jnp.int32))
+        return match_block(c, r.astype(jnp.int32), n.astype(jnp.int32), few_rows=FEW_ROWS)
 
     return lift(one, (cost, num_rows, num_cols), (2, 0, 0))
 
