@@ -24,6 +24,7 @@ from scipy.optimize import linear_sum_assignment
 
 from jaxseg import metrics as M
 from jaxseg import streaming
+from jaxseg._src.assignment import shortest_augmenting_paths
 
 C, K = 14, 12  # class / cluster capacities covering the golden set (labels <= 13, ids <= 11)
 T_MAX, C_MAX = 300, 40  # the property test's padded length and largest table
@@ -270,10 +271,22 @@ def test_hungarian_matching_breaks_ties_as_scipy():
         np.testing.assert_array_equal(row_for_col, want_r)
 
 
-def test_hungarian_matching_of_few_live_rows_in_a_wide_table_breaks_ties_as_scipy():
-    # Tables of 20-40 rows and columns whose live blocks have at most 16 rows once oriented
-    # (a video's clusters against every class) are solved in a matrix of 16 rows; a batch
-    # with one larger block solves every table in the full matrix. Both pair as scipy does.
+@pytest.mark.parametrize("rows, cols", [(1, 1), (3, 7), (6, 6), (9, 13)])
+def test_shortest_augmenting_paths_pair_rows_as_scipy(rows, cols):
+    # Costs of a few values (ties everywhere) and of many: the column of every row is
+    # scipy's, so the search scans the columns and breaks ties as scipy does.
+    rng = np.random.default_rng(rows * 100 + cols)
+    high = np.repeat([2, 3, 1000], 100)[:, None, None]
+    costs = (rng.random((300, rows, cols)) * high).astype(np.int32).astype(np.float32)
+    got = np.asarray(jax.jit(jax.vmap(shortest_augmenting_paths))(costs))
+    for cost, columns in zip(costs, got):
+        np.testing.assert_array_equal(columns, linear_sum_assignment(cost)[1])
+
+
+def test_hungarian_matching_of_small_blocks_in_wide_tables_breaks_ties_as_scipy():
+    # Tables of 20-40 rows and columns (a video's clusters against every class) whose live
+    # blocks are small once oriented, or in some batches large: every table of a vmapped
+    # batch pairs its block's rows and columns as scipy does on the block alone.
     rng = np.random.default_rng(2)
     solve = jax.jit(jax.vmap(lambda t, r, c: M.hungarian_matching(t, num_rows=r, num_cols=c)))
     for few_only in (True, False, True, False):

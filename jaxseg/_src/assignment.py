@@ -1,24 +1,25 @@
 """Optimal one-to-one matching of a table's rows and columns, paired as scipy pairs them.
 
-``optax.assignment.base_hungarian_algorithm`` is a port of the shortest-augmenting-path algorithm
-of scipy's ``linear_sum_assignment`` (Crouse 2016): the same row order, the same column scan
-order and the same rule on ties. On the same cost matrix it therefore returns the same pairs
-as scipy, ties included, as long as the arithmetic is exact (integer costs below 2**24 in
-float32, 2**53 under ``jax_enable_x64``). The references of the unsupervised protocols call
-scipy on tables of only the labels that occur; :func:`match_block` embeds such a table of
-dynamic size in a static matrix without changing any decision of the algorithm.
+:func:`shortest_augmenting_paths` is the algorithm of scipy's ``linear_sum_assignment``
+(Crouse 2016): the same row order, the same column scan order and the same rule on ties. On
+the same cost matrix it therefore returns the same pairs as scipy, ties included, as long as
+the arithmetic is exact (integer costs below 2**24 in float32, 2**53 under
+``jax_enable_x64``). The references of the unsupervised protocols call scipy on tables of only
+the labels that occur; :func:`match_block` embeds such a table of dynamic size in a static
+matrix without changing any decision of the algorithm.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
-import optax
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.batching import largest, lift
+from jaxseg._src.batching import lift
 from jaxseg._src.programs import one_program
 
 # Cost of the cells outside the live block: above any path cost inside it, finite in float32.
@@ -26,30 +27,28 @@ _OUTSIDE = 1e30
 
 
 def float_dtype():
-    """float32, or float64 under ``jax_enable_x64`` (the precision optax solves in)."""
+    """float32, or float64 under ``jax_enable_x64`` (the precision the matching solves in)."""
     return jnp.asarray(0.0).dtype
 
 
-def match_block(cost, num_rows, num_cols, *, few_rows: int = 0):
+def match_block(cost, num_rows, num_cols):
     """scipy's ``linear_sum_assignment(cost[:num_rows, :num_cols])`` on a static ``cost``.
 
     Args:
       cost: float ``[R, N]`` costs to minimise; only the top-left block counts.
       num_rows: int32 scalar (may be traced), rows of the live block, ``<= R``.
       num_cols: int32 scalar (may be traced), columns of the live block, ``<= N``.
-      few_rows: static; if positive, a matrix of that many rows serves whenever every block
-        of the batch has at most that many rows once oriented (0: always the full one).
 
     Returns:
       ``(col_for_row int32 [R], row_for_col int32 [N])``: the partner of each row/column of
       the block, -1 where it has none (outside the block, or left over in a rectangular one).
 
     scipy solves the transposed block when it has fewer columns than rows; so does this. The
-    oriented block (``r <= c``) sits in the top-left of the static matrix of
-    :func:`_embedded_solution`, and the algorithm runs one augmentation per row of that
-    matrix: ``max(R, N)`` rows, or ``few_rows`` where every oriented block of the batch (of
-    all examples under ``jax.vmap``) fits them, as a video's clusters against every class do
-    in the per-video unsupervised protocols. Both are compiled; one runs.
+    oriented block (``r <= c``) sits in the top-left of an ``[S, 2S]`` matrix (``S =
+    max(R, N)``): its rows come first in the row loop and its columns last in the column scan
+    (which runs from the last column down), exactly as when solved alone; every other cell of
+    the block's rows costs :data:`_OUTSIDE`, so no shortest path leaves the block, and each
+    extra row has a zero-cost extra column of its own, so no extra row ever enters it.
     """
     R, N = cost.shape
     S = max(R, N, 1)
@@ -58,15 +57,13 @@ def match_block(cost, num_rows, num_cols, *, few_rows: int = 0):
     oriented = jnp.where(transpose, square.T, square)
     live_rows = jnp.where(transpose, num_cols, num_rows)
     live_cols = jnp.where(transpose, num_rows, num_cols)
-    solve = functools.partial(_embedded_solution, oriented, live_rows, live_cols)
-    if 0 < few_rows < S:
-        cols = lax.cond(
-            largest(live_rows) <= few_rows,
-            lambda: jnp.pad(solve(few_rows), (0, S - few_rows), constant_values=-1),
-            lambda: solve(S),
-        )
-    else:
-        cols = solve(S)
+    i = jnp.arange(S)[:, None]
+    j = jnp.arange(2 * S)[None, :]
+    padded = jnp.concatenate([oriented, jnp.zeros((S, S), cost.dtype)], axis=1)
+    inside = (i < live_rows) & (j < live_cols)
+    spare = (i >= live_rows) & (j >= S)
+    matrix = jnp.where(inside, padded, jnp.where(spare, 0.0, _OUTSIDE).astype(cost.dtype))
+    cols = shortest_augmenting_paths(matrix)
     rows = jnp.arange(S, dtype=jnp.int32)
     live = rows < live_rows
     partner = jnp.where(live, cols, -1)
@@ -76,31 +73,140 @@ def match_block(cost, num_rows, num_cols, *, few_rows: int = 0):
     return col_for_row, row_for_col
 
 
-# Rows of match_block's small matrix for batches of small blocks (one augmentation each):
-# more than the clusters of a video of the unsupervised benchmarks.
-FEW_ROWS = 16
+class _Search(NamedTuple):
+    """The state of one row's search for a shortest augmenting path (scipy's names).
 
-
-def _embedded_solution(oriented, live_rows, live_cols, rows: int):
-    """int32 ``[rows]``: the column of each of the first ``rows`` rows when the oriented live
-    block (top-left of ``oriented [S, S]``, ``live_rows <= rows``) is solved inside a
-    ``[rows, S + rows]`` matrix.
-
-    The block's rows come first in the algorithm's row loop and its columns last in the
-    column scan (which runs from the last column down), exactly as when it is solved alone;
-    every other cell of the block's rows costs :data:`_OUTSIDE`, so no shortest path leaves
-    the block, and each extra row has a zero-cost spare column of its own (columns ``S`` on),
-    so no extra row ever enters it.
+    Attributes:
+      row: int32, the row whose edges are scanned next.
+      min_value: float, the length of the path to the column reached last.
+      path_costs: float ``[N]``, the shortest path found to each column so far.
+      path: int32 ``[N]``, the row before each column on that path.
+      scanned_columns: bool ``[N]``, columns reached (no longer in the scan).
+      scanned_rows: bool ``[R]``, rows whose edges were scanned.
+      position: int32 ``[N]``, each unscanned column's place in the scan order.
+      remaining: int32, the number of unscanned columns.
+      sink: int32, the free column reached (-1: none yet).
     """
-    S = oriented.shape[0]
-    i = jnp.arange(rows)[:, None]
-    j = jnp.arange(S + rows)[None, :]
-    padded = jnp.concatenate([oriented[:rows], jnp.zeros((rows, rows), oriented.dtype)], axis=1)
-    inside = (i < live_rows) & (j < live_cols)
-    spare = (i >= live_rows) & (j >= S)
-    matrix = jnp.where(inside, padded, jnp.where(spare, 0.0, _OUTSIDE).astype(oriented.dtype))
-    _, cols = optax.assignment.base_hungarian_algorithm(matrix)
-    return cols.astype(jnp.int32)
+
+    row: jax.Array
+    min_value: jax.Array
+    path_costs: jax.Array
+    path: jax.Array
+    scanned_columns: jax.Array
+    scanned_rows: jax.Array
+    position: jax.Array
+    remaining: jax.Array
+    sink: jax.Array
+
+
+def _search_step(cost, u, v, row4col, search: _Search) -> _Search:
+    """One step of the search: relax the edges of ``search.row``, then reach the unscanned
+    column of shortest path, scipy's way.
+
+    scipy scans the unscanned columns in order and keeps a column of lower cost, or of equal
+    cost if it is free: of the columns of lowest cost that is the last free one in the scan
+    order if there is one, else the first. It then moves the scan's last column into the
+    reached column's place. All columns are relaxed at once here (each independently of the
+    others, with the same float operations), and the choice is made from the scan positions.
+    """
+    i = search.row
+    unscanned = ~search.scanned_columns
+    reduced = search.min_value + cost[i] - u[i] - v
+    better = unscanned & (reduced < search.path_costs)
+    path = jnp.where(better, i, search.path)
+    path_costs = jnp.where(better, reduced, search.path_costs)
+    values = jnp.where(unscanned, path_costs, jnp.inf)
+    lowest = jnp.min(values)
+    ties = unscanned & (values == lowest)
+    free = ties & (row4col < 0)
+    last_free = jnp.argmax(jnp.where(free, search.position, -1))
+    first_tie = jnp.argmin(jnp.where(ties, search.position, cost.shape[1]))
+    j = jnp.where(jnp.any(free), last_free, first_tie).astype(jnp.int32)
+    remaining = search.remaining - 1
+    moved = jnp.argmax(unscanned & (search.position == remaining))
+    reaches_free = row4col[j] < 0
+    return _Search(
+        jnp.where(reaches_free, i, row4col[j]),
+        lowest,
+        path_costs,
+        path,
+        search.scanned_columns.at[j].set(True),
+        search.scanned_rows,
+        search.position.at[moved].set(search.position[j]),
+        remaining,
+        jnp.where(reaches_free, j, -1),
+    )
+
+
+def _assign_row(cost, row, state):
+    """Adds ``row`` to the matching ``state = (u, v, row4col, col4row)``: a shortest
+    augmenting path from it, the dual variables updated, the path's pairs flipped."""
+    u, v, row4col, col4row = state
+    R, N = cost.shape
+
+    def step(search):
+        search = search._replace(scanned_rows=search.scanned_rows.at[search.row].set(True))
+        return _search_step(cost, u, v, row4col, search)
+
+    start = _Search(
+        row,
+        jnp.zeros((), cost.dtype),
+        jnp.full((N,), jnp.inf, cost.dtype),
+        jnp.full((N,), -1, jnp.int32),
+        jnp.zeros((N,), jnp.bool_),
+        jnp.zeros((R,), jnp.bool_),
+        N - 1 - jnp.arange(N, dtype=jnp.int32),  # scipy scans the last column first
+        jnp.int32(N),
+        jnp.int32(-1),
+    )
+    found = lax.while_loop(lambda search: search.sink < 0, step, start)
+    min_value, path_costs = found.min_value, found.path_costs
+    u = u.at[row].add(min_value)
+    others = found.scanned_rows & (jnp.arange(R) != row)
+    u = jnp.where(others, u + (min_value - path_costs[jnp.maximum(col4row, 0)]), u)
+    v = jnp.where(found.scanned_columns, v - (min_value - path_costs), v)
+
+    def flip(carry):
+        j, row4col, col4row, _ = carry
+        i = found.path[j]
+        return col4row[i], row4col.at[j].set(i), col4row.at[i].set(j), i == row
+
+    carry = (found.sink, row4col, col4row, jnp.bool_(False))
+    _, row4col, col4row, _ = lax.while_loop(lambda c: ~c[3], flip, carry)
+    return u, v, row4col, col4row
+
+
+def shortest_augmenting_paths(cost):
+    """The column of each row in a minimum-cost matching of ``cost`` (scipy's
+    ``linear_sum_assignment``, rows at most as many as columns).
+
+    Each row in turn joins the matching along a shortest augmenting path (Dijkstra's search
+    on reduced costs, the dual variables ``u``, ``v`` keeping them non-negative). The search
+    visits one column per step and relaxes every column at once, so a step costs a few
+    vector operations over the columns.
+
+    Args:
+      cost: float ``[R, N]`` with ``R <= N``, finite.
+
+    Returns:
+      int32 ``[R]``: each row's column.
+
+    >>> shortest_augmenting_paths(jnp.array([[4.0, 1.0, 3.0], [2.0, 0.0, 5.0]])).tolist()
+    [1, 0]
+
+    References:
+      Crouse, On implementing 2D rectangular assignment algorithms, IEEE TAES 2016 (the
+      algorithm of scipy's ``linear_sum_assignment``).
+    """
+    R, N = cost.shape
+    start = (
+        jnp.zeros((R,), cost.dtype),
+        jnp.zeros((N,), cost.dtype),
+        jnp.full((N,), -1, jnp.int32),
+        jnp.full((R,), -1, jnp.int32),
+    )
+    assign = functools.partial(_assign_row, cost)
+    return lax.fori_loop(0, R, assign, start)[3]
 
 
 @one_program
@@ -129,7 +235,7 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
 
     References:
       Kuhn, The Hungarian method for the assignment problem, 1955. Crouse, On implementing 2D
-      rectangular assignment algorithms, IEEE TAES 2016 (scipy's and optax's algorithm).
+      rectangular assignment algorithms, IEEE TAES 2016 (scipy's algorithm).
     """
     table = checks.as_float("table", table, min_ndim=2)
     R, N = table.shape[-2:]
@@ -139,7 +245,7 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
     cost = -table.astype(float_dtype())
 
     def one(c, r, n):
-        return match_block(c, r.astype(jnp.int32), n.astype(jnp.int32), few_rows=FEW_ROWS)
+        return match_block(c, r.astype(jnp.int32), n.astype(jnp.int32))
 
     return lift(one, (cost, num_rows, num_cols), (2, 0, 0))
 

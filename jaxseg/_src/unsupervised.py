@@ -35,8 +35,8 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.assignment import FEW_ROWS, float_dtype, match_block
 from jaxseg._src.assignment import compact as compact_labels
+from jaxseg._src.assignment import float_dtype, match_block
 from jaxseg._src.batching import lift
 from jaxseg._src.frame import sum_over_runs
 from jaxseg._src.numerics import running_sum, safe_divide
@@ -418,14 +418,13 @@ def global_hungarian_scores(
 # ASOT (full and per video)
 
 
-def asot_matching(table, exclude_background: bool, *, few_rows: int = 0):
+def asot_matching(table, exclude_background: bool):
     """ASOT's rectangular matching on a ``[C+1, K+1]`` table (index = label + 1).
 
     Rows of scipy's table are the clusters that occur, columns the classes that occur (after
     removing background targets if ``exclude_background``). Returns ``(table, class_cluster,
     classes)``: the table without excluded frames, the cluster matched to each class (-1:
-    none) and the number of classes that occur. ``few_rows``: as in
-    :func:`~jaxseg._src.assignment.match_block` (per-video tables).
+    none) and the number of classes that occur.
     """
     if exclude_background:
         table = table.at[0].set(0)
@@ -433,7 +432,7 @@ def asot_matching(table, exclude_background: bool, *, few_rows: int = 0):
     row_order, n_rows = compact_labels(jnp.sum(table, axis=1) > 0)
     col_order, n_cols = compact_labels(jnp.sum(table, axis=0) > 0)
     affinity = table[row_order][:, col_order].T.astype(float_dtype())  # [clusters, classes]
-    _, cluster_for_class = match_block(-affinity, n_cols, n_rows, few_rows=few_rows)
+    _, cluster_for_class = match_block(-affinity, n_cols, n_rows)
     matched = jnp.where(cluster_for_class >= 0, col_order[jnp.maximum(cluster_for_class, 0)], -1)
     class_cluster = jnp.full(G, -1, jnp.int32).at[row_order].set(matched)
     return table, class_cluster, n_rows
@@ -485,10 +484,10 @@ def _asot_f1(rows, cols, keep, class_cluster, classes, videos):
     return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
 
 
-def _asot_sequence(table, rows, cols, keep, videos, exclude_background, f1, few_rows=0):
+def _asot_sequence(table, rows, cols, keep, videos, exclude_background, f1):
     """ASOT's three scores on one (concatenated) sequence: its :func:`label_tables` table
-    and its :func:`shifted_labels` (``few_rows``: :func:`asot_matching`'s)."""
-    table, class_cluster, classes = asot_matching(table, exclude_background, few_rows=few_rows)
+    and its :func:`shifted_labels`."""
+    table, class_cluster, classes = asot_matching(table, exclude_background)
     if exclude_background:
         keep = keep & (rows != 0)
     scores = _asot_frame_scores(table, class_cluster, classes)
@@ -570,9 +569,7 @@ def asot_hungarian_scores(
 
     def one(table, t, p, m):
         rows, cols, keep = shifted_labels(t, p, m, C, K)
-        return _asot_sequence(
-            table, rows, cols, keep, jnp.int32(1), exclude, bool(f1), few_rows=FEW_ROWS
-        )
+        return _asot_sequence(table, rows, cols, keep, jnp.int32(1), exclude, bool(f1))
 
     tables = label_tables(targets, predictions, mask, C, K, pooled=False)
     return lift(one, (tables, targets, predictions, mask), (2, 1, 1, 1))
@@ -600,7 +597,7 @@ def finch_matching(table):
     padded = jnp.zeros((W + 1, Q), jnp.int32).at[:G].set(table)
     by_value = lax.dynamic_slice_in_dim(padded, shift_off, W, axis=0)  # [W, Q]
     profit = by_value[:, col_order].T.astype(float_dtype())  # [clusters, values]
-    label_for_cluster, _ = match_block(-profit, n_clusters, width, few_rows=FEW_ROWS)
+    label_for_cluster, _ = match_block(-profit, n_clusters, width)
     live = label_for_cluster >= 0
     column = jnp.where(live, label_for_cluster, W)
     clusters = by_value[:, col_order]  # [W, Q] (value, compact cluster)
