@@ -172,15 +172,22 @@ def contingency_row(targets, predictions, data, repeats, rounds):
     )
     first, ours = timed(lambda: jax.block_until_ready(table(*data)))
     assert np.array_equal(np.asarray(ours)[: len(targets)], numpy_contingency(targets, predictions))
+    baseline = functools.partial(numpy_contingency, targets, predictions)
+    label = "contingency_table per video vs np.bincount per video"
+    _print_rounds(label, baseline, table, data, repeats, rounds, first)
+
+
+def _print_rounds(label, baseline, ours, data, repeats, rounds, first):
+    """Times ``baseline()`` once and ``ours(*data)`` best of ``repeats`` in each round, then
+    prints the medians and the ratio (median of the rounds', lowest and highest)."""
     base, mine = [], []
     for _ in range(rounds):
-        base.append(timed(lambda: numpy_contingency(targets, predictions))[0])
-        mine.append(_best(table, data, repeats))
+        base.append(timed(baseline)[0])
+        mine.append(_best(ours, data, repeats))
     ratio = np.array(base) / np.array(mine)
     print(
-        f"contingency_table per video vs np.bincount per video: baseline "
-        f"{1e3 * np.median(base):.1f} ms, jaxseg {1e3 * np.median(mine):.1f} ms (best of "
-        f"{repeats}; first call {first:.2f} s); ratio x{np.median(ratio):.1f} "
+        f"{label}: baseline {1e3 * np.median(base):.1f} ms, jaxseg {1e3 * np.median(mine):.1f} "
+        f"ms (best of {repeats}; first call {first:.2f} s); ratio x{np.median(ratio):.1f} "
         f"[x{ratio.min():.1f}-x{ratio.max():.1f}]"
     )
 
@@ -238,17 +245,9 @@ def per_video_row(targets, predictions, repeats, rounds):
     got = [float(np.mean(np.asarray(ours[k])[: len(targets)])) for k in ("mof", "iou", "f1")]
     want = per_video_baseline(targets, clusterings)
     assert np.allclose(got, want, rtol=0, atol=1e-6), (got, want)
-    base, mine = [], []
-    for _ in range(rounds):
-        base.append(timed(lambda: per_video_baseline(targets, clusterings))[0])
-        mine.append(_best(scores, data, repeats))
-    ratio = np.array(base) / np.array(mine)
-    print(
-        f"per_video_hungarian_scores (TW-FINCH) vs a per-video scipy loop: baseline "
-        f"{np.median(base):.3f} s, jaxseg {1e3 * np.median(mine):.0f} ms (best of {repeats}; "
-        f"first call {first:.2f} s); ratio x{np.median(ratio):.1f} "
-        f"[x{ratio.min():.1f}-x{ratio.max():.1f}]"
-    )
+    baseline = functools.partial(per_video_baseline, targets, clusterings)
+    label = "per_video_hungarian_scores (TW-FINCH) vs a per-video scipy loop"
+    _print_rounds(label, baseline, scores, data, repeats, rounds, first)
 
 
 def main():
