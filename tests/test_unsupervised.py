@@ -289,13 +289,13 @@ def test_hungarian_matching_of_small_blocks_in_wide_tables_breaks_ties_as_scipy(
     # batch pairs its block's rows and columns as scipy does on the block alone.
     rng = np.random.default_rng(2)
     solve = jax.jit(jax.vmap(lambda t, r, c: M.hungarian_matching(t, num_rows=r, num_cols=c)))
-    for few_only in (True, False, True, False):
+    for small_only in (True, False, True, False):
         R, N = rng.integers(20, 41, 2)
         tables = rng.integers(0, rng.integers(1, 6), (6, R, N)).astype(np.int32)
         live = rng.integers(0, 17, (6, 2))
         live[:, rng.integers(0, 2)] = rng.integers(0, min(R, N) + 1, 6)  # wide or tall
         live = np.minimum(live, [R, N])
-        if not few_only:
+        if not small_only:
             live[3] = (min(R, N), min(R, N))  # one block of 20 or more rows either way
         col_for_row, row_for_col = solve(tables, live[:, 0], live[:, 1])
         for table, (r, c), got_c, got_r in zip(tables, live, col_for_row, row_for_col):
