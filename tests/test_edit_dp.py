@@ -179,3 +179,69 @@ def test_soft_dp_rejects_inconsistent_shapes():
         edit_dp.soft_edit_dp(jnp.ones(3), jnp.ones((2, 4)), jnp.ones(4), 2, 4, 0.1)
     with pytest.raises(ValueError, match="backward"):
         edit_dp.soft_edit_dp(jnp.ones(2), jnp.ones((2, 4)), jnp.ones(4), 2, 4, 0.1, backward="x")
+
+
+def _by_label_batch(rng, n, m, classes, size):
+    """Random costs gathered by label, valid lengths (0 and full included) and temperatures."""
+    c_del, c_ins = rng.random((size, n)) * 2, rng.random((size, m)) * 2
+    labels, table = rng.integers(0, classes, (size, n)), rng.random((size, m, classes)) * 2
+    la, lb = rng.integers(0, n + 1, size), rng.integers(0, m + 1, size)
+    la[:2], lb[:2] = (n, 0), (m, m)
+    gamma = rng.choice([0.0, 1e-3, 0.05, 1.0], size).astype(np.float32)
+    return c_del, labels, table, c_ins, la, lb, gamma
+
+
+@pytest.mark.parametrize("n, m", [(4, 9), (9, 4)])
+def test_soft_dp_by_label_gathers_the_costs_of_the_full_grid(n, m):
+    rng = np.random.default_rng(n * 10 + m)
+    c_del, labels, table, c_ins, la, lb, gamma = _by_label_batch(rng, n, m, 3, 20)
+    got = jax.jit(jax.vmap(edit_dp.soft_edit_dp_by_label))(
+        c_del, labels, table, c_ins, la, lb, gamma
+    )
+    for k in range(20):
+        p, q = la[k], lb[k]
+        c_sub = table[k][:, labels[k]].T  # c_sub[i, j] = table[j, labels[i]]
+        want = soft_dp(c_del[k, :p], c_sub[:p, :q], c_ins[k, :q], float(gamma[k]))
+        np.testing.assert_allclose(float(got[k]), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n, m", [(5, 40), (40, 5), (17, 17), (1, 9)])
+@pytest.mark.parametrize("kept_cells", [1, 16])
+def test_soft_dp_recomputing_blocks_of_weights_changes_no_bit(monkeypatch, n, m, kept_cells):
+    # Grids above _KEPT_CELLS keep only the diagonals before each block and recompute the
+    # softmin weights in the backward pass; the same operations run in the same order, so
+    # the value and every gradient equal those of the kept weights exactly.
+    rng = np.random.default_rng(n + m + kept_cells)
+    c_del, labels, table, c_ins, la, lb, gamma = _by_label_batch(rng, n, m, 4, 6)
+
+    def value_and_grads():
+        def one(cd, y, tb, ci, p, q, g):
+            return edit_dp.soft_edit_dp_by_label(cd, y, tb, ci, p, q, g)
+
+        def total(cd, tb, ci, g):
+            return jnp.sum(jax.vmap(one)(cd, labels, tb, ci, la, lb, g))
+
+        fn = jax.jit(jax.value_and_grad(total, argnums=(0, 1, 2, 3)))
+        return jax.tree_util.tree_leaves(fn(c_del, table, c_ins, gamma))
+
+    kept = value_and_grads()
+    monkeypatch.setattr(edit_dp, "_KEPT_CELLS", kept_cells)
+    assert edit_dp._layout(min(n, m), max(n, m), True, whole=False).blocks > 1
+    recomputed = value_and_grads()
+    for x, y in zip(recomputed, kept, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_soft_edit_loss_at_default_capacity_needs_no_frames_squared_memory():
+    # The last capacity rung (as many segments as frames) once kept the DP's grid of costs,
+    # weights and gradients, ~12 floats for each of T x T cells, in every compiled program.
+    from jaxseg import losses
+
+    T, C = 3000, 6
+    logits, labels = jnp.zeros((2, T, C)), jnp.zeros((2, T), jnp.int32)
+
+    def total(x):
+        return jnp.sum(losses.soft_edit_loss(x, labels))
+
+    compiled = jax.jit(jax.grad(total)).lower(logits).compile()
+    assert compiled.memory_analysis().temp_size_in_bytes < 4 * T * T

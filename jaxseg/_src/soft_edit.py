@@ -60,15 +60,22 @@ def soft_edit_distance(
         u = jnp.pad(u, ((0, windows * stride - T), (0, 0))).reshape(windows, stride, C).sum(1)
         n_valid = (n_valid + stride - 1) // stride
     starts = jnp.sum(u, axis=-1)
-    # c_sub[k, t] = 1 - u[t, y_k]: a segment of the k-th target label starts at frame t.
-    u_target = jnp.take(u, jnp.maximum(segment_labels, 0), axis=1).T
+    # c_sub[k, t] = table[t, y_k] = 1 - u[t, y_k]: a segment of the k-th target label starts
+    # at frame t; gathered by the DP one anti-diagonal at a time, never as a [K, T] array.
     if stride > 1:
-        c_sub = jnp.maximum(starts, 1.0)[None, :] - jnp.minimum(u_target, 1.0)
+        table = jnp.maximum(starts, 1.0)[:, None] - jnp.minimum(u, 1.0)
     else:
-        c_sub = 1.0 - u_target
+        table = 1.0 - u
     c_del = jnp.ones(segment_labels.shape, u.dtype)
-    distance = edit_dp.soft_edit_dp(
-        c_del, c_sub, starts, n_segments, n_valid, gamma, backward=backward
+    distance = edit_dp.soft_edit_dp_by_label(
+        c_del,
+        jnp.maximum(segment_labels, 0),
+        table,
+        starts,
+        n_segments,
+        n_valid,
+        gamma,
+        backward=backward,
     )
     return distance, jnp.sum(starts)
 
@@ -141,9 +148,9 @@ def soft_edit_loss(
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
         each call runs at the smallest of a few static capacities (32, 256, 2048, ..., ``T``)
-        that holds the batch's label segments, never truncating; the worst case's scratch
-        memory (3.5 GB at T = 6000) is touched only by a batch that needs it. Reverse-mode
-        ``backward="autodiff"`` evaluates every capacity: give ``max_segments`` there.
+        that holds the batch's label segments, never truncating, in ``O(T^1.5)`` memory
+        at any capacity. Reverse-mode ``backward="autodiff"`` evaluates every capacity: give
+        ``max_segments`` there.
       stride: static int ≥ 1: the DP runs over windows of ``stride`` frames (that many times
         fewer sequential steps) with summed soft starts ``s_w = Σ_{t∈w} s_t``, ``U_w(c) =
         Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
@@ -210,10 +217,10 @@ def _soft_edit_program(
 
         loss = switch_capacity(at, ladder, count_bound, *rows, *others)
     else:
-        windows = -(-T // stride)
+        windows, classes = -(-T // stride), logits.shape[-1]
 
-        def dp_bytes(c):  # ~12 floats per DP cell: costs, softmin weights, their gradients
-            return 48 * (windows + c) * (min(windows, c) + 1)
+        def dp_bytes(c):  # the DP's own, then the soft starts, cost table and their gradients
+            return edit_dp.soft_dp_bytes(c, windows) + 16 * windows * classes
 
         loss = sequence_loss(
             one, capacity, rows, others, count_bound=count_bound, bytes_per_sequence=dp_bytes
@@ -224,11 +231,14 @@ def _soft_edit_program(
 def _soft_levenshtein_one(probs, labels, mask, label_mask, *, gamma, backward):
     probs, n = compact_frames(probs, mask)
     labels, m = compact_frames(labels, label_mask)
-    # Substituting symbol i by target j costs 1 - p_i(y_j) (total variation to one-hot y_j).
-    c_sub = 1.0 - jnp.take(probs, jnp.clip(labels, 0, probs.shape[-1] - 1), axis=1)
-    c_del = jnp.ones((probs.shape[0],), probs.dtype)
-    c_ins = jnp.ones((labels.shape[0],), probs.dtype)
-    return edit_dp.soft_edit_dp(c_del, c_sub, c_ins, n, m, gamma, backward=backward)
+    # Rows are the targets, columns the predicted symbols (the distance is symmetric):
+    # substituting symbol i by target j costs 1 - p_i(y_j) (total variation to one-hot y_j).
+    labels = jnp.clip(labels, 0, probs.shape[-1] - 1)
+    ones_a = jnp.ones(labels.shape, probs.dtype)
+    ones_b = jnp.ones(probs.shape[:1], probs.dtype)
+    return edit_dp.soft_edit_dp_by_label(
+        ones_a, labels, 1.0 - probs, ones_b, m, n, gamma, backward=backward
+    )
 
 
 @one_program(host_check=labels_within_classes(mask="label_mask"))
