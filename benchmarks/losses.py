@@ -224,6 +224,11 @@ def bench_full_length(repeats):
     rows["default arguments, jax.vmap over videos"] = measure(
         value_and_grad(per_video), args, repeats
     )
+    # A batch that needs the last capacity rung: a new label on every frame (K = T).
+    alternating = np.tile(np.arange(frames, dtype=np.int32) % 2 + 1, (B, 1))
+    rows["default arguments, a segment per frame (K = T)"] = measure(
+        value_and_grad(per_video), (args[0], alternating, np.ones_like(args[2])), repeats
+    )
     for name, (c, r, t) in rows.items():
         print_row(f"soft_edit_loss ({name})", c, r, rows["K=32"][1], t)
     objectives = training_objectives()
