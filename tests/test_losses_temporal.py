@@ -8,6 +8,7 @@ from _reference_losses import ctc_brute_force, intervals, segment_labels, smooth
 from jax.test_util import check_grads
 
 from jaxseg import losses
+from jaxseg._src import ctc
 
 ONE_HOT_SCALE = 40.0
 
@@ -85,6 +86,63 @@ def test_ctc_transcript_loss_normalisation_overflow_and_errors():
     assert np.isnan(float(overflow(logits, labels)))
     with pytest.raises(ValueError, match="background"):
         losses.ctc_transcript_loss(logits, labels, background=(0, 1))
+
+
+def _random_lattices(rng, size, frames, capacity, classes):
+    """Log-probabilities, valid frames, transcripts with repeats and their lengths."""
+    logits = rng.normal(0, 2, (size, frames, classes)).astype(np.float32)
+    transcripts = rng.integers(1, 3, (size, capacity)).astype(np.int32)  # labels 1, 2: repeats
+    n_labels = rng.integers(0, capacity + 1, size)
+    n_frames = np.minimum(frames, 2 * n_labels + rng.integers(0, frames, size))
+    return np.asarray(jax.nn.log_softmax(logits)), n_frames, transcripts, n_labels
+
+
+def test_ctc_log_likelihood_equals_optax_ctc_loss():
+    import optax
+
+    rng = np.random.default_rng(4)
+    log_probs, n_frames, transcripts, n_labels = _random_lattices(rng, 64, 40, 12, 4)
+    got = jax.jit(jax.vmap(lambda *a: ctc.ctc_log_likelihood(*a, blank=0)))(
+        log_probs, n_frames, transcripts, n_labels
+    )
+    frame_paddings = (np.arange(40) >= n_frames[:, None]).astype(np.float32)
+    label_paddings = (np.arange(12) >= n_labels[:, None]).astype(np.float32)
+    with jax.default_matmul_precision("highest"):
+        want = optax.ctc_loss(log_probs, frame_paddings, transcripts, label_paddings, blank_id=0)
+    np.testing.assert_allclose(-np.asarray(got), np.asarray(want), rtol=2e-6, atol=2e-5)
+
+
+def test_ctc_recomputing_blocks_of_frames_changes_no_bit(monkeypatch):
+    # Lattices above _KEPT_CELLS are differentiated block by block (jax.checkpoint): the same
+    # operations in the same order, so the values and gradients equal the kept lattice's.
+    rng = np.random.default_rng(5)
+    log_probs, n_frames, transcripts, n_labels = _random_lattices(rng, 8, 30, 6, 3)
+
+    def value_and_grad():
+        def total(x):
+            one = lambda *a: ctc.ctc_log_likelihood(*a, blank=0)  # noqa: E731
+            return jnp.sum(jax.vmap(one)(x, n_frames, transcripts, n_labels))
+
+        return jax.jit(jax.value_and_grad(total))(log_probs)
+
+    kept = value_and_grad()
+    monkeypatch.setattr(ctc, "_KEPT_CELLS", 50)
+    assert ctc._frame_blocks(30, 13)[0] > 1
+    recomputed = value_and_grad()
+    for x, y in zip(recomputed, kept, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_ctc_transcript_loss_at_default_capacity_needs_no_frames_squared_memory():
+    # optax's CTC (used before) kept a [T, N] lattice: 1.5 GB of scratch at T = N = 6000.
+    T, C = 6000, 4
+    logits, labels = jnp.zeros((1, T, C)), jnp.zeros((1, T), jnp.int32)
+
+    def total(x, y):
+        return jnp.sum(losses.ctc_transcript_loss(x, y, background=(0,)))
+
+    compiled = jax.jit(jax.grad(total)).lower(logits, labels).compile()
+    assert compiled.memory_analysis().temp_size_in_bytes < 4 * T * T
 
 
 def test_interval_losses_match_the_formulas_and_have_gradients_when_disjoint():

@@ -6,9 +6,8 @@ import functools
 
 import jax
 import jax.numpy as jnp
-import optax
 
-from jaxseg._src import checks
+from jaxseg._src import checks, ctc
 from jaxseg._src.batching import lift
 from jaxseg._src.capacity import run_count_bound, sequence_loss
 from jaxseg._src.loss_utils import (
@@ -149,9 +148,12 @@ def ctc_transcript_loss(
     The transcript is the sequence of segment labels of ``labels`` (background removed); its
     probability sums over all frame labellings whose segments, after removing the blank, give
     it: :math:`-\log P(\mathrm{RLE}(z) = y)`. The blank is the background class when
-    ``background`` holds one label, or a phantom class (logit −1e5) when it is empty, so that
-    two adjacent segments of the same label are told apart exactly as the segmentation metrics
-    do. A wrapper of :func:`optax.ctc_loss`.
+    ``background`` holds one label, so that two segments of the same label with background
+    between them stay two, exactly as the segmentation metrics count them; with no background
+    it is a phantom class of probability 0 (adjacent segments never share a label then). The
+    α recursion of Graves et al. runs over the frames in log space, gathering each frame's
+    emission log-probabilities as it goes (no ``[T, N]`` array; ``O(T^1.5)`` memory at any
+    capacity).
 
     Args:
       logits: float ``[..., T, C]`` unnormalised scores.
@@ -167,10 +169,9 @@ def ctc_transcript_loss(
         that sequence's loss NaN (with zero gradient).
 
     Returns:
-      float32 ``[...]``, ≥ 0; NaN where the transcript overflows ``max_segments`` or a valid
-      label lies outside ``[0, C)``.
-      A transcript that no labelling of the valid frames can produce gives a very large value
-      (optax's convention).
+      float32 ``[...]``, ≥ 0 and finite (the labels themselves are a labelling of the
+      transcript); NaN where the transcript overflows ``max_segments`` or a valid label lies
+      outside ``[0, C)``.
 
     >>> logits = 3.0 * jax.nn.one_hot(jnp.array([1, 1, 0, 2]), 3)
     >>> labels = jnp.array([1, 0, 2, 2])  # transcript [1, 2]: -log P / 2
@@ -210,8 +211,8 @@ def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
     bound = run_count_bound(labels, mask, background)
 
-    def lattice_bytes(c):  # optax.ctc_loss: a few floats per frame and transcript state
-        return 16 * T * (2 * c + 1)
+    def lattice_bytes(c):
+        return ctc.scratch_bytes(T, c, logits.shape[-1])
 
     rows, others = (logits,), (labels, mask)
     loss = sequence_loss(
@@ -222,24 +223,19 @@ def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
 
 def _ctc_one(capacity, x, y, valid, *, background, normalize):
     """CTC loss of one sequence against its transcript of at most ``capacity`` segments."""
-    x = x.astype(compute_dtype(x))
+    log_probs = jax.nn.log_softmax(x.astype(compute_dtype(x)))
     if background:
         blank = background[0]
-    else:
+    else:  # a phantom blank of probability 0: no adjacent segments share a label without one
         blank = x.shape[-1]
-        x = jnp.concatenate([x, jnp.full((*x.shape[:-1], 1), -1e5, x.dtype)], axis=-1)
-    x, n = compact_frames(x, valid)
+        impossible = jnp.full((*log_probs.shape[:-1], 1), ctc.LOG_ZERO, log_probs.dtype)
+        log_probs = jnp.concatenate([log_probs, impossible], axis=-1)
+    log_probs, n = compact_frames(log_probs, valid)
     y, _ = compact_frames(y, valid)
     transcript = segments_of(y, n, background=background, capacity=capacity)
     m = jnp.minimum(transcript.count, capacity)
-    frame_paddings = (jnp.arange(x.shape[0], dtype=jnp.int32) >= n).astype(x.dtype)
-    label_paddings = (jnp.arange(capacity, dtype=jnp.int32) >= m).astype(x.dtype)
     symbols = jnp.maximum(transcript.labels, 0)
-    # optax gathers the log-probabilities with matrix products (numerics.FULL_PRECISION).
-    with jax.default_matmul_precision("highest"):
-        loss = optax.ctc_loss(
-            x[None], frame_paddings[None], symbols[None], label_paddings[None], blank_id=blank
-        )[0]
+    loss = -ctc.ctc_log_likelihood(log_probs, n, symbols, m, blank)
     if normalize == "target":
         loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
     return jnp.where(transcript.count > capacity, jnp.nan, loss)
