@@ -26,5 +26,5 @@ def test_unsupervised_accumulators_sharded():
     )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert "all sharded checks passed" in result.stdout
-    # global: jit + shard_map on Auto, jit on Explicit (x2); per video: jit + shard_map (x2)
-    assert result.stdout.count("ok: ") == 10
+    # each of the four: jit + shard_map on an Auto mesh, jit on an Explicit one
+    assert result.stdout.count("ok: ") == 12

@@ -138,6 +138,12 @@ def _search_step(cost, u, v, row4col, search: _Search) -> _Search:
     )
 
 
+def _filled(like, shape, value, dtype):
+    """``jnp.full(shape, value, dtype)``, varying over a ``shard_map``'s axes as ``like`` does:
+    a loop's carry must keep its type, and the steps mix it with ``like``."""
+    return jnp.full_like(like, value, dtype=dtype, shape=shape)
+
+
 def _assign_row(cost, row, state):
     """Adds ``row`` to the matching ``state = (u, v, row4col, col4row)``: a shortest
     augmenting path from it, the dual variables updated, the path's pairs flipped."""
@@ -149,15 +155,15 @@ def _assign_row(cost, row, state):
         return _search_step(cost, u, v, row4col, search)
 
     start = _Search(
-        row,
-        jnp.zeros((), cost.dtype),
-        jnp.full((N,), jnp.inf, cost.dtype),
-        jnp.full((N,), -1, jnp.int32),
-        jnp.zeros((N,), jnp.bool_),
-        jnp.zeros((R,), jnp.bool_),
-        N - 1 - jnp.arange(N, dtype=jnp.int32),  # scipy scans the last column first
-        jnp.int32(N),
-        jnp.int32(-1),
+        row + _filled(cost, (), 0, jnp.int32),
+        _filled(cost, (), 0, cost.dtype),
+        _filled(cost, (N,), jnp.inf, cost.dtype),
+        _filled(cost, (N,), -1, jnp.int32),
+        _filled(cost, (N,), False, jnp.bool_),
+        _filled(cost, (R,), False, jnp.bool_),
+        _filled(cost, (N,), N - 1, jnp.int32) - jnp.arange(N, dtype=jnp.int32),  # last first
+        _filled(cost, (), N, jnp.int32),
+        _filled(cost, (), -1, jnp.int32),
     )
     found = lax.while_loop(lambda search: search.sink < 0, step, start)
     min_value, path_costs = found.min_value, found.path_costs
@@ -171,7 +177,7 @@ def _assign_row(cost, row, state):
         i = found.path[j]
         return col4row[i], row4col.at[j].set(i), col4row.at[i].set(j), i == row
 
-    carry = (found.sink, row4col, col4row, jnp.bool_(False))
+    carry = (found.sink, row4col, col4row, _filled(cost, (), False, jnp.bool_))
     _, row4col, col4row, _ = lax.while_loop(lambda c: ~c[3], flip, carry)
     return u, v, row4col, col4row
 
@@ -200,10 +206,10 @@ def shortest_augmenting_paths(cost):
     """
     R, N = cost.shape
     start = (
-        jnp.zeros((R,), cost.dtype),
-        jnp.zeros((N,), cost.dtype),
-        jnp.full((N,), -1, jnp.int32),
-        jnp.full((R,), -1, jnp.int32),
+        _filled(cost, (R,), 0, cost.dtype),
+        _filled(cost, (N,), 0, cost.dtype),
+        _filled(cost, (N,), -1, jnp.int32),
+        _filled(cost, (R,), -1, jnp.int32),
     )
     assign = functools.partial(_assign_row, cost)
     return lax.fori_loop(0, R, assign, start)[3]

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
+from jax.sharding import PartitionSpec as P
 
 # Rows per loop step of a whole batch: at most this many (their scratch memory). A step of
 # the F1 matching keeps several arrays per row (the groups' scan over the candidates); it
@@ -63,9 +64,25 @@ def lift(fn: Callable, args: Sequence, core_ndims: Sequence[int]):
         None if x is None else jnp.reshape(x, (size, *x.shape[x.ndim - k :]))
         for x, k in zip(args, core_ndims)
     ]
+    flat = _one_batch_sharding(flat)
     in_axes = [None if x is None else 0 for x in flat]
     out = jax.vmap(fn, in_axes=in_axes)(*flat)
     return jax.tree_util.tree_map(lambda y: jnp.reshape(y, (*batch_shape, *y.shape[1:])), out)
+
+
+def _one_batch_sharding(flat):
+    """The arrays ``[N, ...]``, replicated along ``N`` if an explicit mesh shards ``N`` in some
+    of them but not in all (``jax.vmap`` requires one sharding of the mapped dimension; a
+    scatter's sums, for one, come back replicated where the labels were sharded); unchanged
+    otherwise."""
+    specs = [None if x is None else getattr(jax.typeof(x).sharding, "spec", None) for x in flat]
+    axes = {None if spec is None or len(spec) == 0 else spec[0] for spec in specs}
+    if len(axes) < 2:
+        return flat
+    return [
+        x if x is None or spec is None or spec[0] is None else jax.sharding.reshard(x, P())
+        for x, spec in zip(flat, specs)
+    ]
 
 
 def rows_at_once(fn: Callable) -> Callable:

@@ -7,10 +7,7 @@ frames concatenated in order (a run may cross a batch boundary and the last run 
 is special), which no order-free additive state holds; compute it with
 :func:`jaxseg.metrics.global_hungarian_scores` or :func:`jaxseg.metrics.asot_hungarian_scores`
 on the whole set. The per-video protocols (TW-FINCH, ASOT "per") accumulate per-video values
-in fixed point (2**-24 per video), so their means are additive too. Their ``update`` solves
-a matching per video in optax's ``base_hungarian_algorithm``, whose loops (optax 0.2.8)
-accept neither an explicitly sharded batch nor ``shard_map``'s varying-manual-axes check:
-use an auto-sharded batch under jit, or ``shard_map(..., check_vma=False)``.
+in fixed point (2**-24 per video), so their means are additive too.
 """
 
 from __future__ import annotations
