@@ -207,12 +207,13 @@ def training_objectives():
 
 
 def bench_full_length(repeats):
-    """Full-length videos (Breakfast's longest, 6000 frames): the soft edit loss at default
-    arguments against ``max_segments=32``, and the training step with it against CE alone."""
+    """Full-length videos (Breakfast's longest, 6000 frames): the soft edit and CTC losses at
+    default arguments against ``max_segments=32``, and the training step with the soft edit
+    loss against CE alone."""
     frames = 6000
     args = synthetic_batch(np.random.default_rng(2), frames)
     L = jaxseg.losses
-    print(f"\n## Full-length videos: soft_edit_loss forward + backward, {B} x {frames} x {C}\n")
+    print(f"\n## Full-length videos: losses forward + backward, {B} x {frames} x {C}\n")
     print("| loss | ms | ratio to K=32 | compile s | temp MiB |\n|---|---|---|---|---|")
     rows = {}
     for name, kwargs in (("K=32", {"max_segments": 32}), ("default arguments", {})):
@@ -231,6 +232,14 @@ def bench_full_length(repeats):
     )
     for name, (c, r, t) in rows.items():
         print_row(f"soft_edit_loss ({name})", c, r, rows["K=32"][1], t)
+    ctc = {}
+    for name, kwargs in (("K=32", {"max_segments": 32}), ("default arguments", {})):
+        loss = lambda x, y, m, kw=kwargs: L.ctc_transcript_loss(  # noqa: E731
+            x, y, mask=m, background=(0,), **kw
+        )
+        ctc[name] = measure(value_and_grad(loss), args, repeats)
+    for name, (c, r, t) in ctc.items():
+        print_row(f"ctc_transcript_loss ({name})", c, r, ctc["K=32"][1], t)
     objectives = training_objectives()
     subset = ("CE only", "CE + soft_edit_loss (default arguments)", "CE + soft_edit_loss (K=32)")
     bench_training(repeats, frames, {k: objectives[k] for k in subset})
