@@ -205,33 +205,45 @@ def ctc_transcript_loss(
 @functools.partial(jax.jit, static_argnames=("capacity", "background", "normalize"))
 def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
     """:func:`ctc_transcript_loss` ``[...]`` of validated logits ``[..., T, C]`` and labels."""
-    one = functools.partial(_ctc_one, background=background, normalize=normalize)
     batch_shape, T = labels.shape[:-1], labels.shape[-1]
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
     bound = run_count_bound(labels, mask, background)
+    # Once for every capacity: the rungs differentiate with respect to the compacted
+    # log-probabilities, and the gradient flows back through the compaction and the softmax.
+    log_probs, labels, valid = jax.vmap(functools.partial(_valid_first, background=background))(
+        logits, labels, mask
+    )
+    blank = background[0] if background else logits.shape[-1]
+    one = functools.partial(_ctc_one, background=background, normalize=normalize, blank=blank)
 
     def lattice_bytes(c):
-        return ctc.scratch_bytes(T, c, logits.shape[-1])
+        return ctc.scratch_bytes(T, c, log_probs.shape[-1])
 
-    rows, others = (logits,), (labels, mask)
+    rows, others = (log_probs,), (labels, valid)
     loss = sequence_loss(
         one, capacity, rows, others, count_bound=bound, bytes_per_sequence=lattice_bytes
     )
     return jnp.reshape(loss, batch_shape)
 
 
-def _ctc_one(capacity, x, y, valid, *, background, normalize):
-    """CTC loss of one sequence against its transcript of at most ``capacity`` segments."""
+def _valid_first(x, y, mask, *, background):
+    """Log-probabilities ``[T, C']`` (with a phantom blank column of probability 0 when
+    ``background`` is empty: no adjacent segments share a label without one), labels and a
+    prefix mask of one sequence, its valid frames moved to the front."""
     log_probs = jax.nn.log_softmax(x.astype(compute_dtype(x)))
-    if background:
-        blank = background[0]
-    else:  # a phantom blank of probability 0: no adjacent segments share a label without one
-        blank = x.shape[-1]
+    if not background:
         impossible = jnp.full((*log_probs.shape[:-1], 1), ctc.LOG_ZERO, log_probs.dtype)
         log_probs = jnp.concatenate([log_probs, impossible], axis=-1)
-    log_probs, n = compact_frames(log_probs, valid)
-    y, _ = compact_frames(y, valid)
+    log_probs, n = compact_frames(log_probs, mask)
+    y, _ = compact_frames(y, mask)
+    return log_probs, y, jnp.arange(y.shape[0], dtype=jnp.int32) < n
+
+
+def _ctc_one(capacity, log_probs, y, valid, *, background, normalize, blank):
+    """CTC loss of one compacted sequence against its transcript of at most ``capacity``
+    segments."""
+    n = jnp.sum(valid, dtype=jnp.int32)
     transcript = segments_of(y, n, background=background, capacity=capacity)
     m = jnp.minimum(transcript.count, capacity)
     symbols = jnp.maximum(transcript.labels, 0)
