@@ -271,3 +271,21 @@ def test_vmap_of_a_segment_loss_runs_one_capacity_for_all_examples():
     want_value, want_grad = jax.value_and_grad(batched)(logits)
     np.testing.assert_allclose(value, want_value, rtol=1e-6)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "loss, kwargs",
+    [(losses.soft_edit_loss, {}), (losses.ctc_transcript_loss, {"background": (0,)})],
+)
+def test_the_last_rung_needs_no_frames_squared_memory(loss, kwargs):
+    """Every compiled program holds the last rung (as many segments as frames): it once kept
+    ``T x T`` arrays there (the soft edit DP's costs, weights and gradients, optax's CTC
+    lattice), 4 GB and 1.5 GB of scratch for every call at T = 6000."""
+    frames = 6000
+    logits, labels = jnp.zeros((1, frames, 4)), jnp.zeros((1, frames), jnp.int32)
+
+    def total(x, y):
+        return jnp.sum(loss(x, y, **kwargs))
+
+    compiled = jax.jit(jax.grad(total)).lower(logits, labels).compile()
+    assert compiled.memory_analysis().temp_size_in_bytes < 4 * frames * frames

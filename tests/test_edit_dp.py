@@ -230,18 +230,3 @@ def test_soft_dp_recomputing_blocks_of_weights_changes_no_bit(monkeypatch, n, m,
     recomputed = value_and_grads()
     for x, y in zip(recomputed, kept, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-
-
-def test_soft_edit_loss_at_default_capacity_needs_no_frames_squared_memory():
-    # The last capacity rung (as many segments as frames) once kept the DP's grid of costs,
-    # weights and gradients, ~12 floats for each of T x T cells, in every compiled program.
-    from jaxseg import losses
-
-    T, C = 3000, 6
-    logits, labels = jnp.zeros((2, T, C)), jnp.zeros((2, T), jnp.int32)
-
-    def total(x, y):
-        return jnp.sum(losses.soft_edit_loss(x, y))
-
-    compiled = jax.jit(jax.grad(total)).lower(logits, labels).compile()
-    assert compiled.memory_analysis().temp_size_in_bytes < 4 * T * T
