@@ -210,17 +210,18 @@ def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
     bound = run_count_bound(labels, mask, background)
     # Once for every capacity: the rungs differentiate with respect to the compacted
-    # log-probabilities, and the gradient flows back through the compaction and the softmax.
-    log_probs, labels, valid = jax.vmap(functools.partial(_valid_first, background=background))(
-        logits, labels, mask
-    )
+    # log-probabilities (the gradient flows back through the compaction and the softmax) and
+    # read the first labels of the whole transcript.
+    log_probs, transcripts, valid = jax.vmap(
+        functools.partial(_valid_first, background=background)
+    )(logits, labels, mask)
     blank = background[0] if background else logits.shape[-1]
-    one = functools.partial(_ctc_one, background=background, normalize=normalize, blank=blank)
+    one = functools.partial(_ctc_one, normalize=normalize, blank=blank)
 
     def lattice_bytes(c):
         return ctc.scratch_bytes(T, c, log_probs.shape[-1])
 
-    rows, others = (log_probs,), (labels, valid)
+    rows, others = (log_probs,), (transcripts, valid)
     loss = sequence_loss(
         one, capacity, rows, others, count_bound=bound, bytes_per_sequence=lattice_bytes
     )
@@ -228,29 +229,30 @@ def _ctc_program(logits, labels, mask, *, capacity, background, normalize):
 
 
 def _valid_first(x, y, mask, *, background):
-    """Log-probabilities ``[T, C']`` (with a phantom blank column of probability 0 when
-    ``background`` is empty: no adjacent segments share a label without one), labels and a
-    prefix mask of one sequence, its valid frames moved to the front."""
+    """Of one sequence: log-probabilities ``[T, C']`` with its valid frames first (and a
+    phantom blank column of probability 0 when ``background`` is empty: no adjacent segments
+    share a label without one), its transcript ``[T]`` (-1 past its length) and a prefix
+    mask of its valid frames."""
     log_probs = jax.nn.log_softmax(x.astype(compute_dtype(x)))
     if not background:
         impossible = jnp.full((*log_probs.shape[:-1], 1), ctc.LOG_ZERO, log_probs.dtype)
         log_probs = jnp.concatenate([log_probs, impossible], axis=-1)
     log_probs, n = compact_frames(log_probs, mask)
     y, _ = compact_frames(y, mask)
-    return log_probs, y, jnp.arange(y.shape[0], dtype=jnp.int32) < n
+    transcript = segments_of(y, n, background=background, capacity=y.shape[0]).labels
+    return log_probs, transcript, jnp.arange(y.shape[0], dtype=jnp.int32) < n
 
 
-def _ctc_one(capacity, log_probs, y, valid, *, background, normalize, blank):
-    """CTC loss of one compacted sequence against its transcript of at most ``capacity``
-    segments."""
-    n = jnp.sum(valid, dtype=jnp.int32)
-    transcript = segments_of(y, n, background=background, capacity=capacity)
-    m = jnp.minimum(transcript.count, capacity)
-    symbols = jnp.maximum(transcript.labels, 0)
-    loss = -ctc.ctc_log_likelihood(log_probs, n, symbols, m, blank)
+def _ctc_one(capacity, log_probs, transcript, valid, *, normalize, blank):
+    """CTC loss of one compacted sequence against its transcript, NaN if the transcript has
+    more than ``capacity`` labels."""
+    count = jnp.sum(transcript >= 0, dtype=jnp.int32)
+    m = jnp.minimum(count, capacity)
+    symbols = jnp.maximum(transcript[:capacity], 0)
+    loss = -ctc.ctc_log_likelihood(log_probs, jnp.sum(valid, dtype=jnp.int32), symbols, m, blank)
     if normalize == "target":
         loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
-    return jnp.where(transcript.count > capacity, jnp.nan, loss)
+    return jnp.where(count > capacity, jnp.nan, loss)
 
 
 # ----------------------------------------------------------------------------- 1-D intervals
