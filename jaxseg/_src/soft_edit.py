@@ -81,16 +81,16 @@ def soft_edit_distance(
 
 
 def _soft_edit_one(
-    probs, labels, mask, *, background, capacity, gamma, normalize, backward, stride
+    probs, transcript, mask, *, background, capacity, gamma, normalize, backward, stride
 ):
+    """:func:`soft_edit_loss` of one sequence from its transcript (:func:`_transcript`)."""
     probs, n = compact_frames(probs, mask)
-    labels, _ = compact_frames(labels, mask)
-    target = segments_of(labels, n, background=background, capacity=capacity)
-    m = jnp.minimum(target.count, capacity)
+    count = jnp.sum(transcript >= 0, dtype=jnp.int32)
+    m = jnp.minimum(count, capacity)
     distance, starts = soft_edit_distance(
         probs,
         n,
-        target.labels,
+        transcript[:capacity],
         m,
         background=background,
         gamma=gamma,
@@ -102,7 +102,14 @@ def _soft_edit_one(
     else:
         denominator = jnp.maximum(jnp.maximum(starts, m.astype(distance.dtype)), 1.0)
     loss = safe_divide(distance, denominator)
-    return jnp.where(target.count > capacity, jnp.nan, loss)
+    return jnp.where(count > capacity, jnp.nan, loss)
+
+
+def _transcript(labels, mask, *, background):
+    """int32 ``[T]``: the segment labels of one sequence's valid frames (-1 past them),
+    extracted once for every capacity rung."""
+    labels, n = compact_frames(labels, mask)
+    return segments_of(labels, n, background=background, capacity=labels.shape[0]).labels
 
 
 @one_program(host_check=labels_within_classes())
@@ -207,8 +214,9 @@ def _soft_edit_program(
     def one(c, x, g, y, valid):
         return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
 
-    rows, others = (logits, gammas), (labels, mask)
     count_bound = run_count_bound(labels, mask, background)
+    transcripts = jax.vmap(functools.partial(_transcript, background=background))(labels, mask)
+    rows, others = (logits, gammas), (transcripts, mask)
     if capacity is None and backward == "autodiff":  # any order: the switch's own derivative
         ladder = capacity_ladder(max(T, 1))
 
