@@ -7,7 +7,7 @@ import pytest
 from _reference_losses import levenshtein, soft_dp
 from jax.test_util import check_grads
 
-from jaxseg._src import edit_dp
+from jaxseg._src import capacity, edit_dp
 
 
 def _random_pair(rng, n, m, alphabet):
@@ -225,7 +225,7 @@ def test_soft_dp_recomputing_blocks_of_weights_changes_no_bit(monkeypatch, n, m,
         return jax.tree_util.tree_leaves(fn(c_del, table, c_ins, gamma))
 
     kept = value_and_grads()
-    monkeypatch.setattr(edit_dp, "_KEPT_CELLS", kept_cells)
+    monkeypatch.setattr(capacity, "_KEPT_CELLS", kept_cells)
     assert edit_dp._layout(min(n, m), max(n, m), True, whole=False).blocks > 1
     recomputed = value_and_grads()
     for x, y in zip(recomputed, kept, strict=True):

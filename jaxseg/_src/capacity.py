@@ -15,6 +15,7 @@ runs, on every example of the batch.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 
 import jax
@@ -63,6 +64,27 @@ def switch_capacity(make: Callable, capacities: Sequence[int], counts, *operands
 
 # Scratch memory one rung may ask for: sequences beyond it run in chunks, one after another.
 _SCRATCH_BYTES = 1 << 28
+# A recursion's gradient keeps its intermediate values up to this many cells; a larger one is
+# recomputed block by block, so that a loss's last rung (as many segments as frames) needs no
+# T x T memory.
+_KEPT_CELLS = 1 << 22
+
+
+def recompute_blocks(steps: int, width: int) -> tuple[int, int]:
+    """``(blocks, size)`` for the gradient of a recursion of ``steps`` sequential steps over
+    ``width`` cells: one block of every step if ``steps * width`` cells fit ``_KEPT_CELLS``,
+    else about ``sqrt(steps)`` blocks of about ``sqrt(steps)`` steps (``blocks * size >=
+    steps``), whose backward pass recomputes one block at a time from the values kept at
+    the blocks' starts (gradient checkpointing: twice the forward work, ``O(sqrt(steps)
+    width)`` memory).
+
+    >>> recompute_blocks(6032, 33), recompute_blocks(12000, 6001)
+    ((1, 6032), (110, 110))
+    """
+    if steps * width <= _KEPT_CELLS:
+        return 1, max(steps, 1)
+    size = math.isqrt(steps - 1) + 1
+    return -(-steps // size), size
 
 
 def _per_sequence(one: Callable, capacity: int, n_rows: int, with_gradient: bool):

@@ -10,9 +10,9 @@ A transcript ``y_1..y_N`` is extended with blanks, ``ε y_1 ε y_2 ... y_N ε`` 
 where ``skip_s`` holds for a label state whose label differs from the previous label's (a
 blank may be skipped only between different labels). Each frame gathers its ``2N + 1``
 emission log-probabilities from the ``[T, C]`` table as it goes, so no ``[T, N]`` array is
-formed; the gradient is JAX's, and on a lattice of more than ``_KEPT_CELLS`` cells it keeps
-only the states before every block of about ``sqrt(T)`` frames and recomputes one block at
-a time (``jax.checkpoint``).
+formed; the gradient is JAX's, and on a large lattice it keeps only the states before every
+block of about ``sqrt(T)`` frames and recomputes one block at a time (``jax.checkpoint``,
+:func:`~jaxseg._src.capacity.recompute_blocks`).
 
 References:
   Graves et al., Connectionist temporal classification, ICML 2006 (the α recursion).
@@ -20,27 +20,15 @@ References:
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxseg._src.capacity import recompute_blocks
+
 # A finite log 0: impossible paths stay finite, so that no gradient meets inf - inf; an
 # impossible transcript has log-likelihood about LOG_ZERO.
 LOG_ZERO = -1e30
-# The gradient keeps the lattice (the states of every frame) up to this many cells; a larger
-# one is recomputed block by block, so that the last capacity rung (N = T) needs no T x T memory.
-_KEPT_CELLS = 1 << 22
-
-
-def _frame_blocks(frames: int, states: int) -> tuple[int, int]:
-    """``(blocks, size)``: one block if the lattice fits ``_KEPT_CELLS``, else about
-    ``sqrt(frames)`` blocks of about ``sqrt(frames)`` frames (``blocks * size >= frames``)."""
-    if frames * states <= _KEPT_CELLS:
-        return 1, max(frames, 1)
-    size = math.isqrt(frames - 1) + 1
-    return -(-frames // size), size
 
 
 def scratch_bytes(frames: int, capacity: int, classes: int) -> int:
@@ -48,7 +36,7 @@ def scratch_bytes(frames: int, capacity: int, classes: int) -> int:
     the gradient keeps (a few vectors of ``2N + 1`` a frame of one block, and one before each
     block) and the emission table with its gradient."""
     states = 2 * capacity + 1
-    blocks, size = _frame_blocks(frames, states)
+    blocks, size = recompute_blocks(frames, states)
     return 4 * states * (8 * size + blocks) + 16 * frames * (classes + 1)
 
 
@@ -100,7 +88,7 @@ def ctc_log_likelihood(log_probs, n_frames, transcript, n_labels, blank: int) ->
         advanced = _log_add3(alpha, _shift(alpha, 1), skipped) + row[state_columns]
         return jnp.where(valid, advanced, alpha), None
 
-    blocks, size = _frame_blocks(frames, states)
+    blocks, size = recompute_blocks(frames, states)
     padded = blocks * size
     rows = jnp.pad(log_probs, ((0, padded - frames), (0, 0)))
     valid = jnp.arange(padded, dtype=jnp.int32) < n_frames

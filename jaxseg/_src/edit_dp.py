@@ -31,7 +31,6 @@ time (gradient checkpointing: twice the forward work, ``O(sqrt(N + M) min(N, M))
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -39,15 +38,12 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from jaxseg._src.capacity import recompute_blocks
 from jaxseg._src.loss_utils import compute_dtype
 
 BIG_INT = 1 << 28
 BIG_FLOAT = 1e9
 _MIN_GAMMA = 1e-30  # γ = 0 is evaluated as this (a hard min with tie-splitting gradients)
-# The backward pass keeps the forward pass's softmin weights (3 floats a cell) of a grid up to
-# this many cells; a larger grid recomputes them one block of diagonals at a time, so that a
-# loss's last capacity rung (K = T) needs no T x T memory.
-_KEPT_CELLS = 1 << 22
 
 
 def _shift_down(v, fill):
@@ -201,13 +197,11 @@ class _Layout(NamedTuple):
 
 
 def _layout(n: int, m: int, labels_on_rows: bool, whole: bool) -> _Layout:
-    """One block if its softmin weights fit ``_KEPT_CELLS`` (or ``whole``), else about
-    ``sqrt(n + m)`` blocks of about ``sqrt(n + m)`` diagonals."""
-    diagonals = n + m
-    if whole or diagonals * (n + 1) <= _KEPT_CELLS:
-        return _Layout(labels_on_rows, 1, diagonals)
-    size = math.isqrt(diagonals - 1) + 1
-    return _Layout(labels_on_rows, -(-diagonals // size), size)
+    """One block of every diagonal if ``whole``, else :func:`recompute_blocks` of the
+    ``n + m`` diagonals of ``n + 1`` cells (the softmin weights the backward pass needs)."""
+    if whole:
+        return _Layout(labels_on_rows, 1, n + m)
+    return _Layout(labels_on_rows, *recompute_blocks(n + m, n + 1))
 
 
 def soft_dp_bytes(n: int, m: int) -> int:
@@ -371,9 +365,10 @@ def soft_edit_dp_by_label(
 
     The segment-level losses compare ``K`` labelled items with ``T`` frames whose costs come
     from a ``[T, C]`` table; gathering each anti-diagonal's costs from it keeps the memory at
-    ``O(T C + K + T)`` plus the backward pass's softmin weights, which are kept for at most
-    ``_KEPT_CELLS`` cells and otherwise recomputed block by block from every ~``sqrt(K + T)``-th
-    diagonal (``O((K + T)^1/2 min(K, T))``, twice the forward work).
+    ``O(T C + K + T)`` plus the backward pass's softmin weights, which are kept for a small
+    grid and otherwise recomputed block by block from every ~``sqrt(K + T)``-th diagonal
+    (:func:`~jaxseg._src.capacity.recompute_blocks`: ``O((K + T)^1/2 min(K, T))``, twice the
+    forward work).
 
     Args:
       c_del: ``float[N]``, cost of consuming row ``i`` alone (``c_del[i - 1]``).
