@@ -19,9 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxseg._src import checks
+from jaxseg._src.loss_utils import compact_frames
 from jaxseg._src.segmentation import segmentation_statistics
 from jaxseg._src.segmentation_plain import run_length_segments, sequence_statistics
-from jaxseg._src.segments import compact_batch, is_background, to_segments
+from jaxseg._src.segments import is_background, to_segments
 
 T_MAX, BATCH = 700, 6
 OVERLAPS = (0.1, 0.25, 0.5, 0.75)
@@ -29,7 +30,8 @@ OVERLAPS = (0.1, 0.25, 0.5, 0.75)
 
 @functools.partial(jax.jit, static_argnames=("background", "legacy_asformer_end"))
 def _plain(targets, predictions, mask, *, background, legacy_asformer_end):
-    (targets, predictions), lengths = compact_batch((targets, predictions), mask)
+    targets, lengths = jax.vmap(compact_frames)(targets, mask)
+    predictions, _ = jax.vmap(compact_frames)(predictions, mask)
     T = targets.shape[-1]
     one = functools.partial(
         sequence_statistics,
@@ -84,15 +86,18 @@ def test_plain_specification_equals_the_numpy_oracle(specs):
         np.testing.assert_array_equal(plain[7][i], fn)
 
 
+@pytest.mark.parametrize("gaps", [False, True])
 @pytest.mark.parametrize("background", [(), (0,)])
-def test_run_length_segments_equal_to_segments(background):
+def test_run_length_segments_equal_to_segments(background, gaps):
     rng = np.random.default_rng(3)
     labels = rng.integers(0, 3, (20, 50)).astype(np.int32)
-    lengths = rng.integers(0, 51, 20).astype(np.int32)
+    mask = np.arange(50) < rng.integers(0, 51, (20, 1))
+    if gaps:
+        mask &= rng.random((20, 50)) > 0.3
+    compacted, lengths = jax.vmap(compact_frames)(jnp.asarray(labels), jnp.asarray(mask))
     plain = jax.vmap(lambda y, n: run_length_segments(y, n, background=background, capacity=50))(
-        labels, lengths
+        compacted, lengths
     )
-    mask = np.arange(50) < lengths[:, None]
     fast = to_segments(jnp.asarray(labels), mask=jnp.asarray(mask), background=background)
     for name, got, want in zip(fast._fields, fast, plain):
         np.testing.assert_array_equal(got, want, err_msg=name)

@@ -108,15 +108,17 @@ def test_doc_example_unpadded():
     assert table(s) == [(1, 0, 1), (2, 1, 2), (1, 2, 3), (2, 3, 4), (1, 4, 5)]
 
 
-def test_zero_length_batch_without_mask():
-    """T = 0: every sequence is empty (no segment), with or without jit."""
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_zero_length_batch(with_mask):
+    """T = 0: every sequence is empty (no segment), with or without jit and a mask."""
     labels = np.zeros((2, 0), np.int32)
+    mask = np.zeros((2, 0), bool) if with_mask else None
     to_segments = functools.partial(jseg.to_segments, max_segments=3)
     for fn in (to_segments, jax.jit(to_segments)):
-        segments = fn(labels)
+        segments = fn(labels, mask=mask)
         assert segments.count.tolist() == [0, 0]
         assert not np.asarray(segments.valid).any()
-    assert jseg.count_segments(labels).tolist() == [0, 0]
+    assert jseg.count_segments(labels, mask=mask).tolist() == [0, 0]
 
 
 def test_lengths_to_mask():

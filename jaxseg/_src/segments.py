@@ -77,30 +77,6 @@ def mask_summary(mask):
     return length, jnp.all(words == valid_words(length, words.shape[-1])), words
 
 
-def compact_batch(arrays, mask):
-    """Removes masked frames from each ``[..., T]`` array; returns ``(arrays, lengths)``.
-
-    When every row's mask is a prefix (padding at the end, the usual case) the arrays are
-    returned unchanged; otherwise the valid frames of each row are moved to its front. Under
-    ``jax.vmap`` the choice is one for all mapped rows
-    (:func:`~jaxseg._src.batching.any_example`), so that a batch of prefix masks skips the
-    sort there too.
-    """
-    if mask.shape[-1] == 0:
-        return tuple(arrays), jnp.zeros(mask.shape[:-1], jnp.int32)
-    lengths, is_prefix, _ = lift(mask_summary, (mask,), (1,))
-
-    def compacted(arrays):
-        # A stable sort on "masked" moves the valid frames of every row to its front. Unlike a
-        # batched scatter it needs no [B*T, 2] index arrays: with them the program's scratch
-        # memory grows so large that every call, even one taking the other branch, pays fresh
-        # page faults for it.
-        key = (~mask).astype(jnp.int8)
-        return tuple(lax.sort((key, *arrays), dimension=mask.ndim - 1, num_keys=1)[1:])
-
-    return lax.cond(any_example(~is_prefix), compacted, lambda a: a, tuple(arrays)), lengths
-
-
 # ------------------------------------------------------------------------------------------
 # Bit-packed frame pass.
 
@@ -274,13 +250,6 @@ def _kept_words(labels, valid, background: tuple[int, ...]):
     return pack_bits(~is_background(labels, background)) & valid
 
 
-def _run_and_kept_words(labels, n, background: tuple[int, ...]):
-    """The frame pass over one sequence: run starts and kept (non-background) frames."""
-    valid = valid_words(n, word_count(labels.shape[-1]))
-    runs = (_change_words(labels) | _frame_bit(0, valid.shape[-1])) & valid
-    return runs, _kept_words(labels, valid, background)
-
-
 def _label_words(runs, kept, last, before_gaps=0) -> LabelWords:
     """:class:`LabelWords` from run starts and kept frames; a run ends before the next one
     starts, at the ``last`` valid frame, and where ``before_gaps`` says."""
@@ -288,10 +257,31 @@ def _label_words(runs, kept, last, before_gaps=0) -> LabelWords:
     return LabelWords(index_bits(runs & kept), ends & kept)
 
 
-def label_words(labels, n, background: tuple[int, ...]) -> LabelWords:
-    """Run and segment boundaries of ``labels[:n]`` as bit-packed words (one sequence)."""
-    runs, kept = _run_and_kept_words(labels, n, background)
-    return _label_words(runs, kept, n - 1)
+def _valid_span(n, words: int, valid: IndexedBits | None):
+    """``(in_sequence, first, last)`` of one sequence: words of its valid frames (the first
+    ``n``, or the set bits of ``valid``), the bit of the first one, and the last one's frame
+    (-1 if there is none)."""
+    if valid is None:
+        return valid_words(n, words), _frame_bit(0, words), n - 1
+    first = _frame_bit(select_ranks(valid, jnp.zeros((1,), jnp.int32))[0], words)
+    last = jnp.where(n > 0, select_ranks(valid, jnp.maximum(n - 1, 0)[None])[0], -1)
+    return valid.words, jnp.where(n > 0, first, 0), last
+
+
+def label_words(
+    labels, n, background: tuple[int, ...], valid: IndexedBits | None = None
+) -> LabelWords:
+    """Run and segment boundaries of one sequence's valid frames as bit-packed words, at the
+    frames' own positions: the first ``n`` frames, or the set bits of ``valid`` (a mask's
+    ``n`` frames, gaps anywhere; runs then follow the sequence with masked frames removed,
+    as in :func:`pair_words`)."""
+    in_sequence, first, last = _valid_span(n, word_count(labels.shape[-1]), valid)
+    runs = (_change_words(labels) | first) & in_sequence
+    before_gaps = 0
+    if valid is not None:
+        (runs,) = _across_gaps((labels,), valid, first, (runs,))
+        (before_gaps,) = _ends_before_gaps(valid, first, (runs,))
+    return _label_words(runs, _kept_words(labels, in_sequence, background), last, before_gaps)
 
 
 class PairWords(NamedTuple):
@@ -363,13 +353,7 @@ def pair_words(
     """
     changes_t, changes_p, correct = pair_flags(targets, predictions)
     words = correct.shape[-1]
-    if valid is None:
-        in_sequence, first, last = valid_words(n, words), _frame_bit(0, words), n - 1
-    else:
-        in_sequence = valid.words
-        first = _frame_bit(select_ranks(valid, jnp.zeros((1,), jnp.int32))[0], words)
-        first = jnp.where(n > 0, first, 0)
-        last = jnp.where(n > 0, select_ranks(valid, jnp.maximum(n - 1, 0)[None])[0], -1)
+    in_sequence, first, last = _valid_span(n, words, valid)
     runs_t = (changes_t | first) & in_sequence
     runs_p = (changes_p | first) & in_sequence
     correct = correct & in_sequence
@@ -381,8 +365,8 @@ def pair_words(
     kept_t, kept_p = in_sequence & ~in_background[0], in_sequence & ~in_background[1]
     before_gaps = (jnp.zeros_like(runs_t), jnp.zeros_like(runs_p))
     if valid is not None:
-        runs_t, runs_p = _across_gaps(targets, predictions, valid, first, runs_t, runs_p)
-        before_gaps = _ends_before_gaps(valid, first, runs_t, runs_p)
+        runs_t, runs_p = _across_gaps((targets, predictions), valid, first, (runs_t, runs_p))
+        before_gaps = _ends_before_gaps(valid, first, (runs_t, runs_p))
     pair_runs = runs_t | runs_p  # a run of the pair of labels starts
     # Behind a barrier XLA computes the words once for every metric of a jax.jit and the loops
     # read them, rather than copying or recomputing parts of them per metric: less scratch
@@ -437,43 +421,42 @@ def _over_gaps(step, gap_ends: IndexedBits, state):
     return lax.fori_loop(count & 0, -(-count // _GAP_CHUNK), step, state)
 
 
-def _across_gaps(targets, predictions, valid: IndexedBits, first, runs_t, runs_p):
-    """Run starts ``(runs_t, runs_p)`` of a sequence whose masked frames are removed, at the
-    valid frames.
+def _across_gaps(sequences, valid: IndexedBits, first, runs):
+    """Run starts (a tuple, one per label sequence of ``sequences``) of sequences whose
+    masked frames are removed, at the valid frames.
 
     A valid frame after masked ones (a gap's end) starts a run iff its label differs from
     the last valid frame's before the gap, not from the masked frame before it. The gap ends
     are settled in chunks of ``_GAP_CHUNK``, as many as there are (none for a prefix mask).
     """
-    words = runs_t.shape[-1]
+    words = runs[0].shape[-1]
     gap_ends = _gap_ends(valid, first)
 
     def step(i, runs):
         live, after, before = _gap_pairs(gap_ends, valid, i)
         settled = _bits_at(after, live, words)
-        starts = (live & (labels[after] != labels[before]) for labels in (targets, predictions))
+        starts = (live & (labels[after] != labels[before]) for labels in sequences)
         return tuple((r & ~settled) | _bits_at(after, s, words) for r, s in zip(runs, starts))
 
-    return _over_gaps(step, gap_ends, (runs_t, runs_p))
+    return _over_gaps(step, gap_ends, tuple(runs))
 
 
-def _ends_before_gaps(valid: IndexedBits, first, runs_t, runs_p):
-    """``(ends_t, ends_p)``: the last valid frames before the gaps after which a run starts
-    (they end a run), from the run starts of :func:`_across_gaps`.
+def _ends_before_gaps(valid: IndexedBits, first, runs):
+    """The last valid frames before the gaps after which a run starts (they end a run), per
+    tuple of run starts ``runs`` of :func:`_across_gaps`.
 
     A loop of its own, so that the loop of the run starts is the same in every program that
     needs them and XLA merges it (only the segments' ends need this one).
     """
-    words = runs_t.shape[-1]
+    words = runs[0].shape[-1]
     gap_ends = _gap_ends(valid, first)
 
     def step(i, ends):
         live, after, before = _gap_pairs(gap_ends, valid, i)
-        starts = (live & (_bit_at(runs, after) == 1) for runs in (runs_t, runs_p))
+        starts = (live & (_bit_at(r, after) == 1) for r in runs)
         return tuple(e | _bits_at(before, s, words) for e, s in zip(ends, starts))
 
-    zero = jnp.zeros_like(runs_t)
-    return _over_gaps(step, gap_ends, (zero, zero))
+    return _over_gaps(step, gap_ends, tuple(jnp.zeros_like(r) for r in runs))
 
 
 def _bit_at(words, frames):
@@ -608,15 +591,27 @@ def segments_from_words(
     return _table(labels, starts, ends, count, capacity)
 
 
-def segments_of(labels, n, *, background: tuple[int, ...], capacity: int) -> Segments:
-    """Non-background segments of ``labels[:n]`` for one (compacted) sequence."""
-    words = label_words(labels, n, background)
-    return segments_from_words(labels, n, words, capacity=capacity, contiguous=not background)
+def segments_of(
+    labels, n, *, background: tuple[int, ...], capacity: int, valid: IndexedBits | None = None
+) -> Segments:
+    """Non-background segments of one sequence's valid frames: the first ``n``, or the ``n``
+    set bits of ``valid`` (a mask's), whose starts and ends then count valid frames (the
+    sequence with its masked frames removed)."""
+    words = label_words(labels, n, background, valid)
+    if valid is None:
+        return segments_from_words(labels, n, words, capacity=capacity, contiguous=not background)
+    # Bounds are found as frames (the last segment ends after the last valid frame) and then
+    # ranked among the valid frames.
+    end = _valid_span(n, valid.words.shape[-1], valid)[2] + 1
+    table = segments_from_words(labels, end, words, capacity=capacity, contiguous=not background)
+    ranked = functools.partial(bits_before, valid)
+    return table._replace(starts=ranked(table.starts), ends=ranked(table.ends))
 
 
-def count_of(labels, n, *, background: tuple[int, ...]):
-    """Number of non-background runs of ``labels[:n]``."""
-    return count_set_bits(label_words(labels, n, background).starts.words)
+def count_of(labels, n, *, background: tuple[int, ...], valid: IndexedBits | None = None):
+    """Number of non-background runs of one sequence's valid frames (as in
+    :func:`segments_of`)."""
+    return count_set_bits(label_words(labels, n, background, valid).starts.words)
 
 
 # ------------------------------------------------------------------------------------------
@@ -626,14 +621,6 @@ def count_of(labels, n, *, background: tuple[int, ...]):
 def full_lengths(labels):
     """int32 ``[...]`` = T for labels ``[..., T]``, sharded like the labels' batch dims."""
     return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1) + labels.shape[-1]
-
-
-def _compacted(labels, mask):
-    """``(labels, lengths)`` of labels ``[..., T]`` whose valid frames are moved to the front."""
-    if mask is None:
-        return labels, full_lengths(labels)
-    (labels,), lengths = compact_batch((labels,), mask)
-    return labels, lengths
 
 
 @one_program
@@ -668,10 +655,21 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
     capacity = capacity or max(labels.shape[-1], 1)
 
-    def one(x, n):
-        return segments_of(x, n, background=background, capacity=capacity)
+    def one(x, n, valid=None):
+        return segments_of(x, n, background=background, capacity=capacity, valid=valid)
 
-    return lift(one, _compacted(labels, mask), (1, 0))
+    if mask is None or labels.shape[-1] == 0:
+        return lift(one, (labels, full_lengths(labels)), (1, 0))
+    lengths, is_prefix, words = lift(mask_summary, (mask,), (1,))
+
+    def with_gaps():
+        return lift(lambda x, n, w: one(x, n, index_bits(w)), (labels, lengths, words), (1, 0, 1))
+
+    # The bounds of a table as large as T cost more to rank among the valid frames than to
+    # find: a batch of prefix masks (the usual padding; one choice for the batch, and for all
+    # mapped examples under jax.vmap) takes the first n frames instead.
+    prefixes = lambda: lift(one, (labels, lengths), (1, 0))  # noqa: E731
+    return lax.cond(any_example(~is_prefix), with_gaps, prefixes)
 
 
 @one_program
@@ -699,7 +697,11 @@ def count_segments(labels, *, mask=None, background=()) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames="background")
 def _count_program(labels, mask, *, background):
-    def one(x, n):
-        return count_of(x, n, background=background)
+    def one(x, n, words=None):
+        valid = None if words is None else index_bits(words)
+        return count_of(x, n, background=background, valid=valid)
 
-    return lift(one, _compacted(labels, mask), (1, 0))
+    if mask is None or labels.shape[-1] == 0:
+        return lift(one, (labels, full_lengths(labels)), (1, 0))
+    lengths, _, words = lift(mask_summary, (mask,), (1,))
+    return lift(one, (labels, lengths, words), (1, 0, 1))
