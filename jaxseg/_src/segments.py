@@ -1,9 +1,10 @@
 """Run-length segments of frame-wise labels, in fixed-capacity tables.
 
 The frame pass packs per-frame flags ("a kept segment starts here", "... ends here") into 32-bit
-words; the k-th segment is then found by a binary search over the words' running popcounts and
-a popcount search inside one word. Memory is O(T / 32 + S) per sequence and no frame-sized
-cumulative sum or scatter is needed.
+words; the k-th segment is then found by a two-step search over the words' running popcounts and
+a popcount search inside one word. A mask is read as bits too: runs are settled across its
+gaps, and bounds ranked among the valid frames. Memory is O(T / 32 + S) per sequence and no
+frame-sized cumulative sum, sort or scatter is needed.
 """
 
 from __future__ import annotations
