@@ -10,10 +10,12 @@ included); the same written for one video and mapped with ``jax.vmap``; and
 ``jaxseg.Evaluator`` with all its host work (validation, padding into aligned buffers,
 transfer, both device phases and the final sums).
 
-Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R] [--background L ...]``
-(background labels form no segment, as MS-TCN's ``bg_class``; the edit and F1 of both
-baselines and of jaxseg then leave them out). Each round runs both
-baselines, then jaxseg (best of N); the ratio reported is the median over the rounds.
+Run: ``python benchmarks/segmentation.py [--repeats N] [--rounds R] [--background L ...]
+[--gaps G]`` (background labels form no segment, as MS-TCN's ``bg_class``; the edit and F1 of
+both baselines and of jaxseg then leave them out; with ``--gaps``, every video also loses G
+stretches of 50 frames, given to jaxseg as a mask and removed from the baselines' videos).
+Each round runs both baselines, then jaxseg (best of N); the ratio reported is the median over
+the rounds.
 """
 
 from __future__ import annotations
@@ -56,10 +58,18 @@ def _check(name, ours, reference, atol=1e-9):
         raise AssertionError(f"{name}: jaxseg {got} != baseline {want}")
 
 
+def _mask(valid, frames):
+    """``valid`` itself if it is a mask, else the mask of lengths ``valid``."""
+    if valid.ndim == frames.ndim:
+        return valid
+    return jaxseg.segments.lengths_to_mask(valid, frames.shape[-1])
+
+
 @functools.partial(jax.jit, static_argnames="background")
-def _public_functions(targets, predictions, lengths, background=()):
-    """What a user writes: the public metrics at default arguments under one jit."""
-    mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1])
+def _public_functions(targets, predictions, valid, background=()):
+    """What a user writes: the public metrics at default arguments under one jit (``valid``:
+    the lengths, or a mask)."""
+    mask = _mask(valid, targets)
     m = jaxseg.metrics
     options = dict(mask=mask, background=background)
     return (
@@ -71,9 +81,9 @@ def _public_functions(targets, predictions, lengths, background=()):
 
 @functools.partial(jax.jit, static_argnames="background")
 @functools.partial(jax.vmap, in_axes=(0, 0, 0, None))
-def _public_functions_per_video(target, prediction, length, background=()):
+def _public_functions_per_video(target, prediction, valid, background=()):
     """The same written for one video and mapped over the batch with ``jax.vmap``."""
-    mask = jnp.arange(target.shape[-1]) < length
+    mask = valid if valid.ndim else jnp.arange(target.shape[-1]) < valid
     m = jaxseg.metrics
     options = dict(mask=mask, background=background)
     return (
@@ -83,11 +93,11 @@ def _public_functions_per_video(target, prediction, length, background=()):
     )
 
 
-def _dataset_numbers(accuracy, edit, counts, lengths):
+def _dataset_numbers(accuracy, edit, counts, frames):
     """MS-TCN's dataset numbers from per-video values, on the host in float64."""
     tp, fp, fn = (np.asarray(x, np.float64).sum(axis=0) for x in counts)
     f1 = np.where(tp > 0, 2 * tp / np.maximum(2 * tp + fp + fn, 1), 0.0)
-    frames = np.asarray(lengths, np.float64)
+    frames = np.asarray(frames, np.float64)
     return {
         "accuracy": float(np.dot(np.asarray(accuracy, np.float64), frames) / frames.sum()),
         "edit": float(np.mean(np.asarray(edit, np.float64))),
@@ -95,17 +105,24 @@ def _dataset_numbers(accuracy, edit, counts, lengths):
     }
 
 
-def run(name, targets, predictions, repeats, rounds, background=()):
-    """Times both baselines and jaxseg's two entry points in ``rounds`` back-to-back rounds,
+def run(name, targets, predictions, repeats, rounds, background=(), gaps=0):
+    """Times both baselines and jaxseg's entry points in ``rounds`` back-to-back rounds,
     so that each ratio compares times measured within a few seconds of each other (this
     machine's speed drifts by tens of percent between minutes), and prints their median."""
     padded_t, lengths = jaxseg.io.pad_videos(targets)
     padded_p, _ = jaxseg.io.pad_videos(predictions)
+    valid, frames, options = lengths, lengths, {"lengths": lengths}
+    if gaps:
+        masks = [_with_gaps(len(t), gaps, np.random.default_rng(i)) for i, t in enumerate(targets)]
+        valid, _ = jaxseg.io.pad_videos(masks, dtype=bool)
+        frames, options = valid.sum(axis=1), {"mask": valid}
+        targets = [t[m] for t, m in zip(targets, masks)]
+        predictions = [p[m] for p, m in zip(predictions, masks)]
     evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS, background=background)
 
     def from_padded():
         evaluator.reset()
-        evaluator.add(padded_t, padded_p, lengths=lengths)
+        evaluator.add(padded_t, padded_p, **options)
         return evaluator.get()
 
     def from_lists():
@@ -114,12 +131,12 @@ def run(name, targets, predictions, repeats, rounds, background=()):
         return evaluator.get()
 
     def public_functions():
-        numbers = _public_functions(padded_t, padded_p, lengths, background=background)
-        return _dataset_numbers(*numbers, lengths)
+        numbers = _public_functions(padded_t, padded_p, valid, background=background)
+        return _dataset_numbers(*numbers, frames)
 
     def per_video_vmapped():
-        numbers = _public_functions_per_video(padded_t, padded_p, lengths, background)
-        return _dataset_numbers(*numbers, lengths)
+        numbers = _public_functions_per_video(padded_t, padded_p, valid, background)
+        return _dataset_numbers(*numbers, frames)
 
     entry_points = {
         "public functions, defaults": public_functions,
@@ -149,10 +166,9 @@ def run(name, targets, predictions, repeats, rounds, background=()):
             _check(name, result, reference, tolerance.get(label, 1e-9))
             times[label].append(seconds)
 
-    frames = int(lengths.sum())
     print(
-        f"\n{name}: {len(targets)} videos, {frames / 1e6:.2f} M frames, padded to {padded_t.shape}"
-        f"; {rounds} rounds"
+        f"\n{name}: {len(targets)} videos, {int(frames.sum()) / 1e6:.2f} M frames, padded to "
+        f"{padded_t.shape}; {rounds} rounds"
     )
     print(f"  baseline, reference-script style: {_spread(times['reference'], 1e3, '.1f')} ms")
     print(f"  baseline, lean pure Python:       {_spread(times['lean'], 1e3, '.1f')} ms")
@@ -166,6 +182,14 @@ def run(name, targets, predictions, repeats, rounds, background=()):
             f" {_spread(versus_reference, 1, '.0f')}), x{np.median(versus_lean):.0f} (lean)"
             f"   (first call +{compile_seconds[label] - ours[0]:.1f} s: compilation)"
         )
+
+
+def _with_gaps(frames, gaps, rng):
+    """bool ``[frames]``: every frame valid but those of ``gaps`` stretches of 50 frames."""
+    mask = np.ones(frames, bool)
+    for start in rng.integers(0, max(frames - 50, 1), gaps):
+        mask[start : start + 50] = False
+    return mask
 
 
 def _spread(values, scale, fmt):
@@ -186,14 +210,20 @@ def main():
         default=[],
         help="labels that form no segment (MS-TCN's bg_class), e.g. --background 0",
     )
+    parser.add_argument(
+        "--gaps", type=int, default=0, help="stretches of 50 frames masked in every video"
+    )
     args = parser.parse_args()
     print(machine_summary())
     background = tuple(args.background)
     if background:
         print(f"background labels: {background}")
     jax.block_until_ready(jax.numpy.zeros(1))  # start the backend: not part of any compilation
-    run("Breakfast-shaped", *breakfast_like(), args.repeats, args.rounds, background)
-    run("over-segmented", *over_segmented(), args.repeats, args.rounds, background)
+    if args.gaps:
+        print(f"masked: {args.gaps} stretches of 50 frames per video")
+    options = dict(background=background, gaps=args.gaps)
+    run("Breakfast-shaped", *breakfast_like(), args.repeats, args.rounds, **options)
+    run("over-segmented", *over_segmented(), args.repeats, args.rounds, **options)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak resident memory of the process: {peak:.0f} MiB")
 

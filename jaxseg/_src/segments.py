@@ -392,9 +392,9 @@ def previous_frame(words):
 def _bits_at(frames, chosen, words: int):
     """uint32 ``[words]`` with the bits of ``frames [C]`` set where ``chosen`` (distinct
     frames)."""
-    at = (frames // WORD_BITS)[:, None] == jnp.arange(words)[None, :]
     bit = jnp.uint32(1) << (frames % WORD_BITS).astype(jnp.uint32)
-    return jnp.sum(jnp.where(at & chosen[:, None], bit[:, None], 0), axis=0, dtype=jnp.uint32)
+    word = jnp.where(chosen, frames // WORD_BITS, words)
+    return jnp.zeros(words, jnp.uint32).at[word].add(bit, mode="drop")
 
 
 # Gap ends settled per loop step of _across_gaps.
