@@ -228,13 +228,17 @@ def words_edit_distance(targets, predictions, words: PairWords, *, block=_BLOCK_
     swap = starts_t.total < starts_p.total
     m = jnp.maximum(starts_t.total, starts_p.total)
     nt = jnp.minimum(starts_t.total, starts_p.total)
-    # Each entry's label is selected from both sequences' words and chosen per sequence:
-    # choosing the words instead would copy them (two bit arrays per sequence of the batch).
+    # The pattern's and the text's words are chosen once per sequence (a copy of two bit
+    # arrays), so that each label costs one selection, not one in each sequence's words.
+    choose = lambda a, b: jnp.where(swap, a, b)  # noqa: E731
+    bits = {
+        True: jax.tree_util.tree_map(choose, starts_p, starts_t),
+        False: jax.tree_util.tree_map(choose, starts_t, starts_p),
+    }
 
     def labels_of(ranks, pattern):
-        from_targets = targets[select_ranks(starts_t, _clipped(ranks, starts_t))]
-        from_predictions = predictions[select_ranks(starts_p, _clipped(ranks, starts_p))]
-        return jnp.where(swap == pattern, from_predictions, from_targets)
+        frames = select_ranks(bits[pattern], _clipped(ranks, bits[pattern]))
+        return jnp.where(swap == pattern, predictions[frames], targets[frames])
 
     frames = words.correct.shape[-1] * WORD_BITS
     in_text = valid_words(nt, -(-frames // _TEXT_CHUNK) * (_TEXT_CHUNK // WORD_BITS))
