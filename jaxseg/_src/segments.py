@@ -659,17 +659,19 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     def one(x, n, valid=None):
         return segments_of(x, n, background=background, capacity=capacity, valid=valid)
 
-    if mask is None or labels.shape[-1] == 0:
+    if mask is None or labels.shape[-1] == 0:  # a mask of no frames has nothing to say
         return lift(one, (labels, full_lengths(labels)), (1, 0))
     lengths, is_prefix, words = lift(mask_summary, (mask,), (1,))
 
     def with_gaps():
         return lift(lambda x, n, w: one(x, n, index_bits(w)), (labels, lengths, words), (1, 0, 1))
 
+    def prefixes():
+        return lift(one, (labels, lengths), (1, 0))
+
     # The bounds of a table as large as T cost more to rank among the valid frames than to
     # find: a batch of prefix masks (the usual padding; one choice for the batch, and for all
     # mapped examples under jax.vmap) takes the first n frames instead.
-    prefixes = lambda: lift(one, (labels, lengths), (1, 0))  # noqa: E731
     return lax.cond(any_example(~is_prefix), with_gaps, prefixes)
 
 
@@ -702,7 +704,7 @@ def _count_program(labels, mask, *, background):
         valid = None if words is None else index_bits(words)
         return count_of(x, n, background=background, valid=valid)
 
-    if mask is None or labels.shape[-1] == 0:
+    if mask is None or labels.shape[-1] == 0:  # a mask of no frames has nothing to say
         return lift(one, (labels, full_lengths(labels)), (1, 0))
     lengths, _, words = lift(mask_summary, (mask,), (1,))
     return lift(one, (labels, lengths, words), (1, 0, 1))
