@@ -26,7 +26,6 @@ import resource
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from _data import (
     baseline,
@@ -58,11 +57,12 @@ def _check(name, ours, reference, atol=1e-9):
         raise AssertionError(f"{name}: jaxseg {got} != baseline {want}")
 
 
-def _mask(valid, frames):
-    """``valid`` itself if it is a mask, else the mask of lengths ``valid``."""
-    if valid.ndim == frames.ndim:
+def _mask(valid, labels):
+    """``valid`` itself if it is a mask (shaped like ``labels``), else the mask of lengths
+    ``valid``."""
+    if valid.ndim == labels.ndim:
         return valid
-    return jaxseg.segments.lengths_to_mask(valid, frames.shape[-1])
+    return jaxseg.segments.lengths_to_mask(valid, labels.shape[-1])
 
 
 @functools.partial(jax.jit, static_argnames="background")
@@ -83,7 +83,7 @@ def _public_functions(targets, predictions, valid, background=()):
 @functools.partial(jax.vmap, in_axes=(0, 0, 0, None))
 def _public_functions_per_video(target, prediction, valid, background=()):
     """The same written for one video and mapped over the batch with ``jax.vmap``."""
-    mask = valid if valid.ndim else jnp.arange(target.shape[-1]) < valid
+    mask = _mask(valid, target)
     m = jaxseg.metrics
     options = dict(mask=mask, background=background)
     return (
