@@ -280,8 +280,7 @@ def label_words(
     runs = (_change_words(labels) | first) & in_sequence
     before_gaps = 0
     if valid is not None:
-        (runs,) = _across_gaps((labels,), valid, first, (runs,))
-        (before_gaps,) = _ends_before_gaps(valid, first, (runs,))
+        (runs,), (before_gaps,) = _across_gaps((labels,), valid, first, (runs,))
     return _label_words(runs, _kept_words(labels, in_sequence, background), last, before_gaps)
 
 
@@ -366,8 +365,8 @@ def pair_words(
     kept_t, kept_p = in_sequence & ~in_background[0], in_sequence & ~in_background[1]
     before_gaps = (jnp.zeros_like(runs_t), jnp.zeros_like(runs_p))
     if valid is not None:
-        runs_t, runs_p = _across_gaps((targets, predictions), valid, first, (runs_t, runs_p))
-        before_gaps = _ends_before_gaps(valid, first, (runs_t, runs_p))
+        sequences, runs = (targets, predictions), (runs_t, runs_p)
+        (runs_t, runs_p), before_gaps = _across_gaps(sequences, valid, first, runs)
     pair_runs = runs_t | runs_p  # a run of the pair of labels starts
     # Behind a barrier XLA computes the words once for every metric of a jax.jit and the loops
     # read them, rather than copying or recomputing parts of them per metric: less scratch
@@ -416,53 +415,30 @@ def _gap_pairs(gap_ends: IndexedBits, valid: IndexedBits, i):
     return k < count, after, before
 
 
-def _over_gaps(step, gap_ends: IndexedBits, state):
-    """``state`` through ``step(i, state)`` for each chunk of gap ends (none: no step)."""
-    count = gap_ends.total
-    return lax.fori_loop(count & 0, -(-count // _GAP_CHUNK), step, state)
-
-
 def _across_gaps(sequences, valid: IndexedBits, first, runs):
-    """Run starts (a tuple, one per label sequence of ``sequences``) of sequences whose
-    masked frames are removed, at the valid frames.
+    """Run starts of sequences whose masked frames are removed, at the valid frames, and the
+    ends of runs before gaps: ``(starts, ends)``, tuples with one word array per label
+    sequence of ``sequences`` (``runs``: their run starts where no frame is masked).
 
     A valid frame after masked ones (a gap's end) starts a run iff its label differs from
-    the last valid frame's before the gap, not from the masked frame before it. The gap ends
-    are settled in chunks of ``_GAP_CHUNK``, as many as there are (none for a prefix mask).
+    the last valid frame's before the gap, not from the masked frame before it; that last
+    frame then ends a run. The gap ends are settled in chunks of ``_GAP_CHUNK``, as many as
+    the batch's most need (no step for prefix masks).
     """
     words = runs[0].shape[-1]
     gap_ends = _gap_ends(valid, first)
 
-    def step(i, runs):
+    def step(i, state):
+        starts, ends = state
         live, after, before = _gap_pairs(gap_ends, valid, i)
         settled = _bits_at(after, live, words)
-        starts = (live & (labels[after] != labels[before]) for labels in sequences)
-        return tuple((r & ~settled) | _bits_at(after, s, words) for r, s in zip(runs, starts))
+        new = [live & (labels[after] != labels[before]) for labels in sequences]
+        starts = tuple((r & ~settled) | _bits_at(after, n, words) for r, n in zip(starts, new))
+        return starts, tuple(e | _bits_at(before, n, words) for e, n in zip(ends, new))
 
-    return _over_gaps(step, gap_ends, tuple(runs))
-
-
-def _ends_before_gaps(valid: IndexedBits, first, runs):
-    """The last valid frames before the gaps after which a run starts (they end a run), per
-    tuple of run starts ``runs`` of :func:`_across_gaps`.
-
-    A loop of its own, so that the loop of the run starts is the same in every program that
-    needs them and XLA merges it (only the segments' ends need this one).
-    """
-    words = runs[0].shape[-1]
-    gap_ends = _gap_ends(valid, first)
-
-    def step(i, ends):
-        live, after, before = _gap_pairs(gap_ends, valid, i)
-        starts = (live & (_bit_at(r, after) == 1) for r in runs)
-        return tuple(e | _bits_at(before, s, words) for e, s in zip(ends, starts))
-
-    return _over_gaps(step, gap_ends, tuple(jnp.zeros_like(r) for r in runs))
-
-
-def _bit_at(words, frames):
-    """uint32 bit of ``words`` at each of ``frames``."""
-    return (words[frames // WORD_BITS] >> (frames % WORD_BITS).astype(jnp.uint32)) & 1
+    steps = -(-largest(gap_ends.total) // _GAP_CHUNK)
+    state = (tuple(runs), tuple(jnp.zeros_like(r) for r in runs))
+    return lax.fori_loop(steps & 0, steps, step, state)
 
 
 def background_tallies(words: PairWords):
