@@ -219,14 +219,7 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
     its words give the segment counts, the candidate matches and the segments' labels. A mask
     is taken as its bits, gaps anywhere (:func:`~jaxseg._src.segments.pair_words`).
     """
-    if mask is None:
-        lengths, valid, gaps = full_lengths(targets), None, False
-    else:
-        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
-        valid, gaps = jax.vmap(index_bits)(mask_words), jnp.any(~is_prefix)
-    words = jax.vmap(pair_words, in_axes=(0, 0, 0, None, 0))(
-        targets, predictions, lengths, rule["background"], valid
-    )
+    lengths, words, valid, gaps = _frame_pass(targets, predictions, mask, rule["background"])
     distance = jnp.zeros(lengths.shape, jnp.int32)
     if edit:
         block = pattern_rows(lengths.shape[0])
@@ -235,10 +228,31 @@ def _statistics_of_rows(targets, predictions, mask, *, capacities, edit, rule):
     return _with_distances(lengths, words, distance, valid, gaps, capacities, rule)
 
 
+@functools.partial(jax.jit, static_argnames="background")
+def _frame_pass(targets, predictions, mask, background):
+    """The frame pass of rows ``[B, T]``: ``(lengths, words, valid, gaps)``, ``valid`` the
+    mask's bits and ``gaps`` a bool scalar, whether any row's valid frames have gaps (both
+    None without a mask: the valid frames are the first ``lengths``).
+
+    A program of its own: the segmental metrics of one ``jax.jit`` (edit, the segmental
+    counts), whose programs differ in their static arguments, share its trace and its
+    lowering, one function in the program that XLA receives rather than a copy per metric
+    (its mask loops are most of what a mask adds to a first call's compilation).
+    """
+    if mask is None:
+        lengths, valid, gaps = full_lengths(targets), None, None
+    else:
+        lengths, is_prefix, mask_words = jax.vmap(mask_summary)(mask)
+        valid, gaps = jax.vmap(index_bits)(mask_words), jnp.any(~is_prefix)
+    words = jax.vmap(pair_words, in_axes=(0, 0, 0, None, 0))(
+        targets, predictions, lengths, background, valid
+    )
+    return lengths, words, valid, gaps
+
+
 def _with_distances(lengths, words, distance, valid, gaps, capacities, rule):
     """The :class:`SegmentationStatistics` of rows ``[B, T]`` from their frame pass's words
-    and their edit distances (``valid``: the mask's bits, or None: the first ``lengths``
-    frames; ``gaps``: a bool scalar, whether any row's valid frames have gaps)."""
+    and their edit distances (``valid`` and ``gaps`` from :func:`_frame_pass`)."""
     target_segments = words.target.starts.total
     predicted_segments = words.prediction.starts.total
     if capacities is None:
