@@ -114,8 +114,16 @@ def confusion_matrix(
     targets, predictions, mask = _frame_inputs(targets, predictions, mask, ignore_index)
     batch_shape, T = targets.shape[:-1], targets.shape[-1]
     rows = [jnp.reshape(x, (-1, T)) for x in (targets, predictions, mask)]
-    matrices = confusion_by_runs(*rows, num_classes, pooled=False)
+    matrices = _confusion_of_rows(*rows, num_classes)
     return jnp.reshape(matrices, (*batch_shape, num_classes, num_classes))
+
+
+@functools.partial(jax.jit, static_argnums=3)
+def _confusion_of_rows(targets, predictions, mask, num_classes: int):
+    """:func:`confusion_by_runs` of rows ``[B, T]``, one matrix per row: a program of its own,
+    so that the frame metrics of one ``jax.jit`` (precision, recall, F1, class accuracy) share
+    its trace and its lowering rather than each compiling a copy."""
+    return confusion_by_runs(targets, predictions, mask, num_classes, pooled=False)
 
 
 def count_pairs(targets, predictions, counts, num_classes: int) -> jax.Array:
