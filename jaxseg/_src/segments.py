@@ -432,9 +432,9 @@ def _across_gaps(sequences, valid: IndexedBits, first, runs):
         starts, ends = state
         live, after, before = _gap_pairs(gap_ends, valid, i)
         settled = _bits_at(after, live, words)
-        new = [live & (labels[after] != labels[before]) for labels in sequences]
-        starts = tuple((r & ~settled) | _bits_at(after, n, words) for r, n in zip(starts, new))
-        return starts, tuple(e | _bits_at(before, n, words) for e, n in zip(ends, new))
+        begins = [live & (labels[after] != labels[before]) for labels in sequences]
+        starts = tuple((r & ~settled) | _bits_at(after, b, words) for r, b in zip(starts, begins))
+        return starts, tuple(e | _bits_at(before, b, words) for e, b in zip(ends, begins))
 
     steps = -(-largest(gap_ends.total) // _GAP_CHUNK)
     state = (tuple(runs), tuple(jnp.zeros_like(r) for r in runs))
