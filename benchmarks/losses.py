@@ -114,7 +114,7 @@ def loss_table():
         "segment_start_penalty": lambda x, y, m: L.segment_start_penalty(
             x, y, mask=m, background=(0,)
         ),
-        "ctc_transcript_loss": lambda x, y, m: L.ctc_transcript_loss(
+        "ctc_transcript_loss (K=64)": lambda x, y, m: L.ctc_transcript_loss(
             x, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
         ),
         "ctc_transcript_loss (default arguments)": lambda x, y, m: L.ctc_transcript_loss(
@@ -200,7 +200,7 @@ def training_objectives():
         "CE + soft_dice_loss": lambda z, y, m: L.soft_dice_loss(z, y, mask=m),
         "CE + generalized_dice_loss": lambda z, y, m: L.generalized_dice_loss(z, y, mask=m),
         "CE + lovasz_softmax_loss": lambda z, y, m: L.lovasz_softmax_loss(z, y, mask=m),
-        "CE + ctc_transcript_loss": lambda z, y, m: L.ctc_transcript_loss(
+        "CE + ctc_transcript_loss (K=64)": lambda z, y, m: L.ctc_transcript_loss(
             z, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
         ),
     }
