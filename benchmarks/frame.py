@@ -10,7 +10,10 @@ same matrix. A third set puts the Breakfast-shaped frames in one row, as the CLI
 for its plots. The per-video class totals of ``jaxseg.stats.class_statistics`` (support,
 predicted and correct frames per class, the statistics of bootstrapped class accuracy) are
 timed the same way against three ``np.bincount`` per video and their frame-by-frame
-definition (``frame.count_classes``). Reported: the median over rounds of each time (best of
+definition (``frame.count_classes``). And the frame scores a user asks for per video
+(``precision``, ``recall`` and ``f1_score``, macro averages, and ``class_accuracy``, under one
+``jax.jit``, sharing one matrix per video) against numpy computing the same from each
+video's ``np.bincount`` matrix. Reported: the median over rounds of each time (best of
 ``--repeats`` in a round) and of the ratios to the numpy baseline.
 
 Run: ``python benchmarks/frame.py [--repeats N] [--rounds R]``.
@@ -62,6 +65,46 @@ def _class_totals_frame_by_frame(targets, predictions, lengths, num_classes):
     return count(targets, predictions, mask, num_classes)
 
 
+@functools.partial(jax.jit, static_argnames="num_classes")
+def _frame_scores(targets, predictions, lengths, num_classes):
+    """What a user writes: each video's macro precision, recall and F1 and its class
+    accuracy under one ``jax.jit``."""
+    mask = jaxseg.segments.lengths_to_mask(lengths, targets.shape[-1])
+    options = dict(num_classes=num_classes, mask=mask)
+    metrics = (jaxseg.metrics.precision, jaxseg.metrics.recall, jaxseg.metrics.f1_score)
+    macro = [metric(targets, predictions, **options) for metric in metrics]
+    return (*macro, jaxseg.metrics.class_accuracy(targets, predictions, **options))
+
+
+def _numpy_frame_scores(targets, predictions, num_classes):
+    """Per video: the same scores from its ``np.bincount`` matrix (a class absent from both
+    sides is NaN and left out of the means, any other 0/0 is 0, as scikit-learn's
+    ``zero_division=0``)."""
+    scores = []
+    for t, p in zip(targets, predictions):
+        cells = np.bincount(num_classes * t + p, minlength=num_classes * num_classes)
+        matrix = cells.reshape(num_classes, num_classes)
+        tp = np.diagonal(matrix).astype(np.float64)
+        fp, fn = matrix.sum(axis=0) - tp, matrix.sum(axis=1) - tp
+        absent = tp + fp + fn == 0
+
+        def ratio(numerator, denominator, absent=absent):
+            value = numerator / np.maximum(denominator, 1)
+            return np.where(absent, np.nan, value)
+
+        per_class = (ratio(tp, tp + fp), ratio(tp, tp + fn), ratio(2 * tp, 2 * tp + fp + fn))
+        scores.append((*(np.nanmean(x) for x in per_class), per_class[1]))
+    return tuple(np.array(column) for column in zip(*scores))
+
+
+def _close(ours, baseline):
+    """float32 scores against float64 ones, NaN where NaN."""
+    return all(
+        np.allclose(np.asarray(a), b, rtol=0, atol=1e-6, equal_nan=True)
+        for a, b in zip(ours, baseline, strict=True)
+    )
+
+
 def _numpy_class_totals(targets, predictions, num_classes):
     """Per video: ``np.bincount`` of the targets, the predictions and the agreeing targets."""
     totals = np.zeros((len(targets), 3, num_classes), np.int64)
@@ -103,6 +146,12 @@ def run(name, targets, predictions, repeats, rounds):
         ),
     }
     timed_rounds(entry_points, same, repeats=repeats, rounds=rounds)
+    print("  per-video frame scores (macro P/R/F1, class accuracy):")
+    entry_points = {
+        "numpy bincount per video": lambda: _numpy_frame_scores(targets, predictions, classes),
+        "jaxseg, one jax.jit": lambda: _frame_scores(padded_t, padded_p, lengths, classes),
+    }
+    timed_rounds(entry_points, _close, repeats=repeats, rounds=rounds)
 
 
 def main():
