@@ -104,6 +104,17 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
         (lambda gt, sub: sub.write_text(
             '{"results": {"v_1": [{"segment": [0, 1], "label": "class 0", "score": "high"}]}}'),
          "'score' must be a number, got 'high'"),
+        # JSON's true is no number; an integer too large for a float raised OverflowError
+        (lambda gt, sub: sub.write_text(
+            '{"results": {"v_1": [{"segment": [0, 1], "label": "class 0", "score": true}]}}'),
+         "'score' must be a number, got True"),
+        (lambda gt, sub: sub.write_text(
+            '{"results": {"v_1": [{"segment": [true, 1], "label": "class 0", "score": 1}]}}'),
+         "detection 1: 'segment' must be [start, end] with start <= end, got [True, 1]"),
+        (lambda gt, sub: sub.write_text(
+            '{"results": {"v_1": [{"segment": [0, 1' + "0" * 400 + '], "label": "class 0", '
+            '"score": 1}]}}'),
+         "detection 1: 'segment' must be [start, end] with start <= end"),
         (lambda gt, sub: sub.unlink(), "submission file not found"),
         (lambda gt, sub: (sub.unlink(), sub.mkdir()),
          "sub.json: is a folder; the submission file must be a JSON file"),
@@ -183,3 +194,17 @@ def test_byte_order_mark_is_accepted(tmp_path, capsys, golden_detection):
     truth.write_bytes(b"\xef\xbb\xbf" + truth.read_bytes())
     code, out, err = run(capsys, truth, submission)
     assert code == 0 and err == "" and out.startswith("5 videos"), (err, out[:40])
+
+
+def test_times_and_scores_are_read_in_float64(tmp_path, capsys):
+    """As ActivityNet computes: this pair's tIoU is 0.49997 in float64 (a false positive at
+    0.5); from float32 times it read as 0.5 and the detection counted (mAP 100)."""
+    truth, submission = tmp_path / "gt.json", tmp_path / "sub.json"
+    annotation = {"segment": [2352.381032, 2355.639547], "label": "x"}
+    database = {"v": {"subset": "validation", "annotations": [annotation]}}
+    truth.write_text(json.dumps({"database": database}))
+    detection = {"segment": [2353.467287, 2356.725802], "label": "x", "score": 0.9}
+    submission.write_text(json.dumps({"results": {"v": [detection]}}))
+    code, out, _ = run(capsys, truth, submission, "--thresholds", "0.5", "--format", "csv")
+    assert code == 0
+    assert out.splitlines()[1] == "map,mAP,0.0,0.0"

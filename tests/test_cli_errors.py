@@ -156,11 +156,23 @@ def test_output_folder_missing(dataset, capsys):
 def test_bad_arguments_exit_2_with_usage(dataset, capsys):
     _, truth, predictions = dataset
     for argv in (["--overlaps", "0"], ["--overlaps", "1.5"], ["--format", "xml"],
-                 ["--overlaps", "x"], ["--decimals", "-1"], ["--decimals", "x"]):  # fmt: skip
+                 ["--overlaps", "x"], ["--decimals", "-1"], ["--decimals", "x"],
+                 ["--confidence", "0.9", "--seed", str(2**64)]):  # fmt: skip
         with pytest.raises(SystemExit) as exit_:
             main(["evaluate", str(truth), str(predictions), *argv])
         assert exit_.value.code == 2
         assert "usage: jaxseg evaluate" in capsys.readouterr().err
+    # In (0, 1] but no simple fraction: refused with the arguments, not by the kernels later
+    # (a traceback until then).
+    for threshold in ("0.00001", "0.5000001"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["evaluate", str(truth), str(predictions), "--iou-thresholds", "0.1", threshold])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.endswith(
+            "error: argument --iou-thresholds: IoU thresholds must be simple fractions such "
+            f"as 0.1 or 0.25 (denominator <= 32768), got {threshold}\n"
+        )
 
 
 def test_real_command_no_traceback_and_clean_json(dataset):

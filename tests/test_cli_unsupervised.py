@@ -120,3 +120,15 @@ def test_errors(folders, capsys):
         fails(capsys, root, predictions, "--matching", "global", "--segments-per-video", "0")
         == "--segments-per-video must be at least 1"
     )
+
+
+def test_npy_ground_truth_is_checked_against_the_mapping(folders, capsys):
+    """A ground-truth label that the mapping does not hold fails, as in plain evaluate; its
+    frames used to drop out of the scores (MoF 100 where it is 50)."""
+    root, truth, predictions = folders
+    (truth / "c.txt").unlink()
+    np.save(truth / "c.npy", np.array([0, 2, 7, 2, 3]))
+    message = fails(capsys, root, predictions, "--matching", "global")
+    assert message == (
+        f"{truth / 'c.npy'}: label 7 at frame 3 is not a class of {root / 'mapping.txt'} (0..3)"
+    )

@@ -286,3 +286,33 @@ def test_readme_lists_the_detection_differences():
     assert "zero-length prediction on a zero-length ground truth" in differs
     assert "0.30000000000000004" in differs
     assert "labels outside [0, C)" in differs
+
+
+def test_float64_boxes_and_scores_decide_as_activitynet():
+    """With ``jax_enable_x64`` and float64 boxes and scores (what ``jaxseg detection`` passes),
+    a tIoU just below a threshold stays below it, and scores that differ only in float64 keep
+    their order; in float32 both are lost (the documented difference of the default)."""
+    # ActivityNet's segment_iou of these two in float64: 0.49997..., a false positive at 0.5.
+    target = np.array([[[2352.381032, 2355.639547]]])
+    close = np.array([[[2353.467287, 2356.725802]]])
+    inter = min(target[0, 0, 1], close[0, 0, 1]) - max(target[0, 0, 0], close[0, 0, 0])
+    union = np.ptp(target) + np.ptp(close) - inter
+    assert inter / union < 0.5
+    # A miss scored 0.87345612 above a hit scored 0.8734561: equal in float32.
+    assert np.float32(0.8734561) == np.float32(0.87345612)
+    boxes = np.array([[[0.0, 1.0], [5.0, 6.0]]])
+    scores = np.array([[0.8734561, 0.87345612]])
+
+    def ap(gt, pred, s):
+        labels = np.zeros(pred.shape[:2], np.int32)
+        result = M.detection_average_precision(
+            gt, np.zeros(gt.shape[:2], np.int32), pred, labels, s, num_classes=1,
+            iou_thresholds=(0.5,),
+        )  # fmt: skip
+        return float(result.mean[0])
+
+    with jax.enable_x64(True):
+        assert ap(target, close, np.ones((1, 1))) == 0.0
+        assert ap(boxes[:, :1], boxes, scores) == 0.5  # the miss ranks first
+    assert ap(target, close, np.ones((1, 1))) == 1.0
+    assert ap(boxes[:, :1], boxes, scores) == 1.0

@@ -32,6 +32,8 @@ def test_mapping_reads_indices_in_any_order_and_skips_blank_lines(tmp_path):
     [
         ("0 take\n1\n", ":2: expected 'index name', got '1'"),
         ("0 take\nx open\n", ":2: expected 'index name', got 'x open'"),
+        # a digit to str.isdigit, not to int(): it raised a ValueError with a traceback
+        ("0 take\n\u00b9 open\n", ":2: expected 'index name', got '\u00b9 open'"),
         ("0 take\n1 open pour\n", ":2: expected 'index name'"),
         ("0 take\n0 open\n", ":2: index 0 appears twice"),
         ("0 take\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
@@ -71,6 +73,9 @@ def test_text_labels_accept_crlf_tabs_and_leading_blank_lines(tmp_path):
     path.write_bytes(b"\r\ntake\r\ntake\topen\r\n\r\npour \n")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 0, 1, 2])
     path.write_bytes(b"\n### Frame level recognition: ###\ntake open\nbackground\n")
+    np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
+    # Line breaks of classic Mac files (\r alone): the header is one line, not the whole file.
+    path.write_bytes(b"### Frame level recognition: ###\rtake open\rbackground\r")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
 
 
@@ -119,7 +124,11 @@ def test_label_arrays(tmp_path):
         "float_labels": (np.array([0.0, 1.0]), "expected integer labels [T] or float scores"),
         "rank3": (np.zeros((2, 2, 2), np.int32), "shape (2, 2, 2)"),
         "empty": (np.zeros((0,), np.int64), "empty array (no frames)"),
-        "negative": (np.array([0, 2, -1]), "negative label -1 at frame 3"),
+        "negative": (np.array([0, 2, -1]), "label -1 at frame 3 is not a class index"),
+        # Larger than any class index: read as int32 they would wrap onto class 1 or 0.
+        "int64": (np.array([0, 2**32 + 1, 1]), "label 4294967297 at frame 2 is not a class"),
+        "uint64": (np.array([2**63 + 1], np.uint64), "label 9223372036854775809 at frame 1"),
+        "limit": (np.array([0, 2**20]), "label 1048576 at frame 2 is not a class index"),
         "nan": (np.array([[0.0, np.nan]]), "no NaN"),
         "objects": (np.array([1, "a"], dtype=object), "not a readable .npy array"),
     }

@@ -30,6 +30,7 @@ from jaxseg._host.io_files import (
     start_loading,
     write_atomic,
 )
+from jaxseg._src.thresholds import MAX_DENOMINATOR, simple_fraction
 
 USER_ERROR = 2
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -83,12 +84,23 @@ def _require(condition: bool, message: str) -> None:
 def _overlap(text: str) -> float:
     value = _parse(text, float, "a number")
     _require(0.0 < value <= 1.0, f"IoU thresholds must be in (0, 1], got {text}")
+    _require(
+        simple_fraction(value) is not None,
+        "IoU thresholds must be simple fractions such as 0.1 or 0.25 (denominator <= "
+        f"{MAX_DENOMINATOR}), got {text}",
+    )
     return value
 
 
 def _positive(text: str) -> int:
     value = _parse(text, int, "an integer")
     _require(value >= 1, f"must be at least 1, got {text}")
+    return value
+
+
+def _seed(text: str) -> int:
+    value = _parse(text, int, "an integer")
+    _require(-(2**63) <= value < 2**63, f"must be a 64-bit integer, got {text}")
     return value
 
 
@@ -197,7 +209,7 @@ def _add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
         help="bootstrap replicates / permutations (default 10000)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="random seed of the resampling (default 0)"
+        "--seed", type=_seed, default=0, help="random seed of the resampling (default 0)"
     )
 
 

@@ -11,7 +11,6 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -19,7 +18,13 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxseg._host import report as reports
-from jaxseg._host.io_files import InputError, read_json, read_label_array, read_npy
+from jaxseg._host.io_files import (
+    InputError,
+    is_finite_number,
+    read_json,
+    read_label_array,
+    read_npy,
+)
 
 PRESETS = {
     "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
@@ -32,12 +37,12 @@ class DetectionTables(NamedTuple):
 
     videos: tuple[str, ...]
     class_names: tuple[str, ...]
-    gt_segments: np.ndarray  # float32 [V, G, 2] seconds
+    gt_segments: np.ndarray  # float64 [V, G, 2] seconds
     gt_labels: np.ndarray  # int32 [V, G]
     gt_mask: np.ndarray  # bool [V, G]
-    pred_segments: np.ndarray  # float32 [V, P, 2]
+    pred_segments: np.ndarray  # float64 [V, P, 2]
     pred_labels: np.ndarray  # int32 [V, P]
-    pred_scores: np.ndarray  # float32 [V, P]
+    pred_scores: np.ndarray  # float64 [V, P]
     pred_mask: np.ndarray  # bool [V, P]
     videos_without_ground_truth: tuple[str, ...]
 
@@ -162,7 +167,7 @@ def _segment(path: Path, where: str, entry) -> tuple[float, float]:
     if (
         not isinstance(segment, (list, tuple))
         or len(segment) != 2
-        or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in segment)
+        or not all(is_finite_number(x) for x in segment)
         or segment[1] < segment[0]
     ):
         raise InputError(
@@ -232,7 +237,7 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
                     f"(subset {subset!r}: {len(class_names)} classes)"
                 )
             score = entry.get("score")
-            if not isinstance(score, (int, float)) or not math.isfinite(score):
+            if not is_finite_number(score):
                 raise InputError(f"{submission}: {where}: 'score' must be a number, got {score!r}")
             rows.append((start, end, index[label], float(score)))
         detections[video] = rows
@@ -269,9 +274,9 @@ def _pad(per_video):
     (a video without ground truth or detections changes no AP).
     """
     videos, width = _bucket(len(per_video)), _bucket(max(len(rows) for rows in per_video))
-    segments = np.zeros((videos, width, 2), np.float32)
+    segments = np.zeros((videos, width, 2), np.float64)
     labels = np.zeros((videos, width), np.int32)
-    scores = np.zeros((videos, width), np.float32)
+    scores = np.zeros((videos, width), np.float64)
     mask = np.zeros((videos, width), bool)
     for v, rows in enumerate(per_video):
         if rows:
@@ -315,19 +320,22 @@ def _offline(args) -> reports.Report:
 
     tables = read_activitynet(Path(args.ground_truth), Path(args.predictions), args.subset)
     thresholds = _thresholds(args)
-    scores = jax.jit(
-        detection_average_precision, static_argnames=("num_classes", "iou_thresholds")
-    )(
-        tables.gt_segments,
-        tables.gt_labels,
-        tables.pred_segments,
-        tables.pred_labels,
-        tables.pred_scores,
-        num_classes=len(tables.class_names),
-        iou_thresholds=thresholds,
-        target_mask=tables.gt_mask,
-        prediction_mask=tables.pred_mask,
-    )
+    # In float64, as ActivityNet: float32 times of a few thousand seconds move a tIoU by up to
+    # about 1e-4, and scores that differ only in float64 would tie.
+    with jax.enable_x64(True):
+        scores = jax.jit(
+            detection_average_precision, static_argnames=("num_classes", "iou_thresholds")
+        )(
+            tables.gt_segments,
+            tables.gt_labels,
+            tables.pred_segments,
+            tables.pred_labels,
+            tables.pred_scores,
+            num_classes=len(tables.class_names),
+            iou_thresholds=thresholds,
+            target_mask=tables.gt_mask,
+            prediction_mask=tables.pred_mask,
+        )
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
     columns = ("name", *_threshold_columns(thresholds), "Avg")
     sections = [

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from jaxseg._host import report as reports
-from jaxseg._host.io_files import InputError, _decode_text, _read_bytes, read_json
+from jaxseg._host.io_files import (
+    InputError,
+    _decode_text,
+    _read_bytes,
+    is_finite_number,
+    read_json,
+)
 
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
@@ -99,10 +104,7 @@ def window(where: str, value, *, scored: bool = False) -> tuple[float, ...]:
     ok = (
         isinstance(value, (list, tuple))
         and len(value) >= size
-        and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-            for x in value[:size]
-        )
+        and all(is_finite_number(x) for x in value[:size])
     )
     if not ok or value[1] < value[0]:
         shape = "[start, end, score]" if scored else "[start, end]"
@@ -234,7 +236,7 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
             duration = _field(ground_truth, f"line {n}", row, "duration", (int, float), "a number")
             num_clips = int(duration / 2)
             values = _field(submission, f"line {m}", entry, "pred_saliency_scores", list, "a list")
-            if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            if not all(is_finite_number(v) for v in values):
                 raise InputError(f"{submission}:{m}: pred_saliency_scores must be numbers")
             padded = np.zeros(num_clips)
             padded[: min(num_clips, len(values))] = values[:num_clips]
@@ -430,7 +432,7 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
             where = f"video {video!r}, proposal {number}"
             start, end = _segment(proposals, where, entry)
             score = entry.get("score")
-            if not isinstance(score, (int, float)) or not math.isfinite(score):
+            if not is_finite_number(score):
                 raise InputError(f"{proposals}: {where}: 'score' must be a number, got {score!r}")
             rows.append((start, end, float(score)))
         found[video] = rows

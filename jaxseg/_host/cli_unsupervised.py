@@ -16,7 +16,9 @@ import numpy as np
 
 from jaxseg._host import report as reports
 from jaxseg._host.io_files import (
+    LABEL_LIMIT,
     InputError,
+    _check_in_range,
     _decode_text,
     _label_files,
     _read_bytes,
@@ -97,8 +99,8 @@ def read_cluster_ids(path: Path) -> np.ndarray:
         if not values:
             raise InputError(f"{path}: empty file (no cluster ids)")
         ids = np.asarray(values, np.int64)
-    if ids.min() < -1 or ids.max() >= 2**20:
-        bad = int(np.argmax((ids < -1) | (ids >= 2**20)))
+    if ids.min() < -1 or ids.max() >= LABEL_LIMIT:
+        bad = int(np.argmax((ids < -1) | (ids >= LABEL_LIMIT)))
         raise InputError(f"{path}: cluster id {ids[bad]} at frame {bad + 1} is not in [-1, 2^20)")
     return ids.astype(np.int32)
 
@@ -118,6 +120,8 @@ def load(args):
     targets, predictions = [], []
     for name, truth_file, prediction_file in videos:
         target = read_labels(truth_file, index)
+        if class_names is not None:  # a .npy file's labels, checked against the mapping
+            _check_in_range(truth_file, target, mapping, len(class_names))
         prediction = read_cluster_ids(prediction_file)
         check_same_length(name, truth_file, target, prediction_file, prediction)
         targets.append(target)

@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxseg._host.compilation import jit
 from jaxseg._host.intervals import dataset_metrics, segmentation_intervals, video_metrics
+from jaxseg._host.io_files import LABEL_LIMIT
 from jaxseg._host.padding import (
     PaddedBuffers,
     bucket,
@@ -38,9 +39,6 @@ from jaxseg._src.stats_segmentation import ClassStatistics
 _INT32 = np.iinfo(np.int32)
 _FLUSH_FRAMES = 1 << 24  # queued frames that trigger an evaluation
 _COUNT_BINS_FROM_BOUND = 1 << 16  # a larger label bound is checked against the valid frames
-# Labels index per-class frame counts (a table of largest label + 1 entries on the host and on
-# the device); this bound keeps those tables at a few MB.
-_MAX_CLASSES = 1 << 20
 # Padding a batch of queued videos may add this many frames (padding.length_groups): a
 # Breakfast-sized set (1712 videos of 300-6000 frames, 5.4 M frames) pads by 4.8 M and stays
 # one batch; one 20 M-frame video gets a batch of its own.
@@ -164,9 +162,9 @@ class Evaluator:
         legacy_asformer_end: bool = False,
     ):
         self.num_classes = checks.static_int("num_classes", num_classes, minimum=1, allow_none=True)
-        if (self.num_classes or 0) > _MAX_CLASSES:
+        if (self.num_classes or 0) > LABEL_LIMIT:
             raise ValueError(
-                f"num_classes must be at most 2**20 = {_MAX_CLASSES} (the Evaluator keeps a "
+                f"num_classes must be at most 2**20 = {LABEL_LIMIT} (the Evaluator keeps a "
                 f"frame count per class), got {self.num_classes}."
             )
         self.background = checks.static_labels("background", background)
@@ -407,7 +405,7 @@ class Evaluator:
 
     def _label_limit(self) -> int:
         """One more than the largest label this Evaluator accepts."""
-        return self.num_classes or _MAX_CLASSES
+        return self.num_classes or LABEL_LIMIT
 
     def _check_range(self, names, low, high):
         for side, what in enumerate(("targets", "predictions")):
@@ -428,7 +426,7 @@ class Evaluator:
             raise ValueError(
                 f"{names[bad[0]]}: {what} hold label {label}; the Evaluator counts frames per "
                 f"class in tables of (largest label + 1) entries and takes labels below "
-                f"2**20 = {_MAX_CLASSES}. Relabel the classes to 0..C-1 (e.g. "
+                f"2**20 = {LABEL_LIMIT}. Relabel the classes to 0..C-1 (e.g. "
                 "np.unique(..., return_inverse=True))."
             )
 

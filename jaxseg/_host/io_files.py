@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import multiprocessing
 import os
 import signal
@@ -21,6 +22,10 @@ from typing import NamedTuple
 import numpy as np
 
 _LABEL_SUFFIXES = (".txt", ".npy")
+# Class indices and cluster ids index per-class count tables (the Evaluator's: largest label + 1
+# entries on the host and on the device), which this bound keeps at a few MB; a larger label
+# is a misread file or ids to relabel, not a class.
+LABEL_LIMIT = 1 << 20
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
 
 
@@ -88,6 +93,21 @@ def read_json(path: Path, what: str):
         ) from None
 
 
+def is_finite_number(value) -> bool:
+    """Whether a value read from JSON is a finite number: not a bool (JSON's ``true``), and
+    not an integer too large for a float (Python's JSON reads any number of digits).
+
+    >>> [is_finite_number(x) for x in (1, 2.5, True, float("inf"), 10**400)]
+    [True, True, False, False, False]
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def read_npy(path: Path, what: str) -> np.ndarray:
     """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
     if not path.is_file():
@@ -124,7 +144,7 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
         fields = line.split()
         if not fields:
             continue
-        if len(fields) != 2 or not fields[0].isdigit():
+        if len(fields) != 2 or not (fields[0].isascii() and fields[0].isdigit()):
             raise InputError(f"{path}:{number}: expected 'index name', got {line.strip()!r}")
         index, name = int(fields[0]), fields[1]
         if index in by_index:
@@ -190,8 +210,9 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     body = data.lstrip()
     first_line = 1 + data[: len(data) - len(body)].count(b"\n")
     if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
-        newline = body.find(b"\n")
-        body = b"" if newline < 0 else body[newline + 1 :]
+        # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
+        ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
+        body = body[min(ends) + 1 :] if ends else b""
         first_line += 1
     tokens = body.split()
     if not tokens:
@@ -226,7 +247,8 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
       int32 array ``[T]`` of class indices (not yet checked against a number of classes).
 
     Raises:
-      InputError: unreadable file, wrong rank or dtype, empty array, negative labels, NaN scores.
+      InputError: unreadable file, wrong rank or dtype, empty array, a label outside
+        ``[0, LABEL_LIMIT)``, NaN scores.
     """
     path = Path(path)
     array = read_npy(path, "label file")
@@ -241,9 +263,14 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
         )
     if array.size == 0:
         raise InputError(f"{path}: empty array (no frames)")
-    if array.min() < 0:
-        frame = int(np.argmax(array < 0))
-        raise InputError(f"{path}: negative label {array[frame]} at frame {frame + 1}")
+    # Checked before the cast to int32, which would wrap a large label onto a class.
+    outside = (array < 0) | (array >= LABEL_LIMIT)
+    if outside.any():
+        frame = int(np.argmax(outside))
+        raise InputError(
+            f"{path}: label {array[frame]} at frame {frame + 1} is not a class index "
+            f"(0..{LABEL_LIMIT - 1})"
+        )
     return array.astype(np.int32)
 
 

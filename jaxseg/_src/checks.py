@@ -7,12 +7,13 @@ time under ``jax.jit``.
 
 from __future__ import annotations
 
-import fractions
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from jaxseg._src.thresholds import MAX_DENOMINATOR, simple_fraction
 
 
 def host_labels(name: str, value):
@@ -241,14 +242,10 @@ def static_choice(name: str, value, choices: Sequence[str]) -> str:
 
 
 def static_thresholds(
-    name: str, values, *, max_denominator: int = 1 << 15
+    name: str, values, *, max_denominator: int = MAX_DENOMINATOR
 ) -> tuple[tuple[int, int], ...]:
-    """Returns each threshold in (0, 1] as an exact fraction ``(numerator, denominator)``.
-
-    A float such as ``0.1`` is taken to mean the simple fraction it was written as (1/10): the
-    fraction with the smallest denominator that rounds to exactly this double. Testing
-    ``i / u >= 1/10`` on integers then agrees with the reference scripts, which compare the
-    double ``i / u`` with the double ``0.1``.
+    """Returns each threshold in (0, 1] as an exact fraction ``(numerator, denominator)``:
+    the simple fraction it was written as (:func:`~jaxseg._src.thresholds.simple_fraction`).
     """
     if isinstance(values, (int, float, np.floating, np.integer)):
         values = (values,)
@@ -261,8 +258,8 @@ def static_thresholds(
         v = float(v)
         if not 0.0 < v <= 1.0:
             raise ValueError(f"{name} must lie in (0, 1], got {v!r}.")
-        frac = fractions.Fraction(v).limit_denominator(max_denominator)
-        if float(frac) != v:
+        frac = simple_fraction(v, max_denominator)
+        if frac is None:
             raise ValueError(
                 f"{name} must be simple fractions such as 0.1 or 0.25 (denominator <= "
                 f"{max_denominator}); {v!r} is not."

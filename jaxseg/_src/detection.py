@@ -22,8 +22,8 @@ from jaxseg._src.ranking import (
     ClassScores,
     cumulative_count,
     descending_keys,
+    key_order,
     recall_reaches,
-    stable_order,
     suffix_max,
     unsigned_keys,
 )
@@ -143,10 +143,10 @@ def match_detections(
     same = (pred_labels[:, :, None] == gt_labels[:, None, :]) & gt_mask[:, None, :]
     iou = jnp.where(same, iou, -1.0)
     # Decreasing score inside each video (ties: input order), invalid predictions last.
-    last = jnp.iinfo(jnp.int32).max  # above every key of a non-NaN score
-    order = stable_order(unsigned_keys(jnp.where(pred_mask, descending_keys(pred_scores), last)))
+    order = key_order(descending_keys(pred_scores, pred_mask))
     iou = jnp.take_along_axis(iou, order[:, :, None], axis=1)
-    thresholds = jnp.asarray(thresholds, jnp.float32)
+    # Compared in the IoUs' precision: float64 boxes (jax_enable_x64) decide as ActivityNet.
+    thresholds = jnp.asarray(thresholds, iou.dtype)
 
     def step(locked, iou_p):  # locked: bool [V, K, G]; iou_p: [V, G]
         value = iou_p[:, None, :]
@@ -194,7 +194,7 @@ def _class_then_score_order(labels, scores, num_classes):
     digit_bits = 32 - index_bits
     key_bits = 32 + max(1, num_classes.bit_length())  # labels lie in [0, num_classes]
     keys = descending_keys(scores)
-    if 4 * digit_bits < key_bits:
+    if keys.dtype == jnp.int64 or 4 * digit_bits < key_bits:
         iota = lax.iota(jnp.int32, n)
         return lax.sort((labels, keys, iota), num_keys=2, is_stable=True)[2]
     keys, labels = unsigned_keys(keys), labels.astype(jnp.uint32)
@@ -385,8 +385,11 @@ def detection_average_precision(
 
     Notes: ties of scores keep the input order (video, then index), ties of IoU the lower
     ground-truth index (the anchors' unstable argsort orders them arbitrarily). IoUs and
-    thresholds are float32: a tIoU of exactly 0.3 reaches ``np.linspace(0.1, 0.5, 5)``'s
-    0.30000000000000004 here, not in ActivityNet. A prediction of a class without ground
+    thresholds take the boxes' precision and scores are ordered in theirs: in float32 a tIoU
+    of exactly 0.3 reaches ``np.linspace(0.1, 0.5, 5)``'s 0.30000000000000004 here, not in
+    ActivityNet, times of thousands of seconds move a tIoU by up to about 1e-4, and scores
+    equal in float32 tie; float64 boxes and scores (``jax_enable_x64``, as ``jaxseg
+    detection`` passes them) decide as ActivityNet. A prediction of a class without ground
     truth counts nowhere (ActivityNet: KeyError). Zero-length prediction and ground truth
     have IoU 0 here, never a match; ActivityNet's NaN passes ``tiou < thr`` and matches.
     Not checked inside jit (``jaxseg detection`` rejects both): ordered corners (``start <=

@@ -23,7 +23,9 @@ def safe_divide(numerator, denominator, fill=0.0):
     >>> float(safe_divide(1.0, 0.0, fill=-1.0))
     -1.0
     """
-    numerator = jnp.asarray(numerator, jnp.result_type(numerator, jnp.float32))
+    numerator = jnp.asarray(numerator)
+    wide = jnp.issubdtype(numerator.dtype, jnp.floating) and numerator.dtype.itemsize >= 4
+    numerator = numerator.astype(numerator.dtype if wide else jnp.float32)  # float64 stays
     denominator = jnp.asarray(denominator, numerator.dtype)
     nonzero = denominator != 0
     ratio = numerator / jnp.where(nonzero, denominator, 1)

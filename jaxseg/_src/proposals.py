@@ -21,7 +21,7 @@ from jaxseg._src import batching, binary64, checks
 from jaxseg._src.detection import static_iou_thresholds
 from jaxseg._src.grounding import query_inputs, union_iou
 from jaxseg._src.programs import one_program
-from jaxseg._src.ranking import descending_keys, stable_order, unsigned_keys
+from jaxseg._src.ranking import descending_keys, key_order
 
 # np.linspace(0.5, 0.95, 10) as ActivityNet writes it (0.6000000000000001, ...), not rounded.
 ACTIVITYNET_PROPOSAL_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
@@ -42,8 +42,7 @@ class ProposalCurve(NamedTuple):
 def first_hits(gt, gm, proposals, scores, pm, thresholds):
     """One video: 1-based rank (decreasing score) of the first proposal with tIoU ``>= t``
     with each target, ``int32 [G, T]``; ``P + 1`` when none."""
-    last = jnp.iinfo(jnp.int32).max
-    order = stable_order(unsigned_keys(jnp.where(pm, descending_keys(scores), last)))
+    order = key_order(descending_keys(scores, pm))
     iou = union_iou(proposals[order], gt)  # [P, G]
     t = jnp.asarray(thresholds, iou.dtype)[None, None, :]
     hit = (iou[..., None] >= t) & pm[order][:, None, None]
@@ -148,8 +147,9 @@ def proposal_average_recall(
       ``ANETproposal.evaluate``, ``average_recall_vs_avg_nr_proposals``); Escorcia et al.,
       "DAPs", ECCV 2016 (AR-AN).
 
-    Notes: IoUs follow the input dtype (float32 by default: a tIoU within ~1e-7 of a threshold
-    may be decided differently; with ``jax_enable_x64`` and float64 windows every decision is
+    Notes: IoUs follow the input dtype (float32 by default: a tIoU near a threshold, by up to
+    about ``6e-8 * time / length``, may be decided differently, and scores equal in float32
+    tie; with ``jax_enable_x64`` and float64 windows and scores every decision and order is
     the reference's). Equal scores keep input order (the reference: numpy's unstable sort).
     The reference stores the raw area (``auc * AN[-1]``) and prints ``100 * auc``; it divides
     by zero when no video with targets has a proposal.

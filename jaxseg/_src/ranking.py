@@ -69,17 +69,31 @@ class PrecisionRecallCurve(NamedTuple):
 # --------------------------------------------------------------------------------------------
 # Exact ranking of rows
 # --------------------------------------------------------------------------------------------
-def descending_keys(scores: jax.Array) -> jax.Array:
-    """int32 keys whose ascending order is the decreasing order of float32 ``scores``.
+def descending_keys(scores: jax.Array, valid: jax.Array | None = None) -> jax.Array:
+    """Integer keys whose ascending order is the decreasing order of ``scores``, entries where
+    ``valid`` is False last: int64 keys of float64 scores (with ``jax_enable_x64``, so that
+    scores that differ only in float64 stay apart, as in the float64 reference scripts),
+    int32 keys of the scores as float32 otherwise.
 
     ``-0.0`` and ``0.0`` get the same key; subnormal scores keep their order (the bits are
     compared, not the floats, which XLA's CPU code may flush to zero). NaN is not supported
     (precondition).
     """
-    bits = lax.bitcast_convert_type(scores.astype(jnp.float32), jnp.int32)
-    bits = jnp.where(bits == jnp.iinfo(jnp.int32).min, 0, bits)  # -0.0 -> 0.0
-    ascending = jnp.where(bits < 0, bits ^ jnp.int32(0x7FFFFFFF), bits)
-    return ~ascending
+    wide = scores.dtype == jnp.float64
+    kind = jnp.int64 if wide else jnp.int32
+    bits = lax.bitcast_convert_type(scores if wide else scores.astype(jnp.float32), kind)
+    largest = jnp.iinfo(kind).max
+    bits = jnp.where(bits == jnp.iinfo(kind).min, 0, bits)  # -0.0 -> 0.0
+    keys = ~jnp.where(bits < 0, bits ^ jnp.array(largest, kind), bits)
+    return keys if valid is None else jnp.where(valid, keys, largest)
+
+
+def key_order(keys: jax.Array) -> jax.Array:
+    """Stable ascending order of :func:`descending_keys` along the last axis, ``int32[..., N]``
+    (32-bit keys by :func:`stable_order`, 64-bit ones by a sort of (key, index) pairs)."""
+    if keys.dtype == jnp.int64:
+        return jnp.argsort(keys, axis=-1, stable=True).astype(jnp.int32)
+    return stable_order(unsigned_keys(keys))
 
 
 def unsigned_keys(keys: jax.Array) -> jax.Array:

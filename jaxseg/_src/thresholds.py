@@ -1,0 +1,23 @@
+"""Thresholds as exact fractions. No JAX here: the command line checks its arguments with
+this before it imports JAX."""
+
+from __future__ import annotations
+
+import fractions
+
+MAX_DENOMINATOR = 1 << 15
+
+
+def simple_fraction(value: float, max_denominator: int = MAX_DENOMINATOR):
+    """The fraction of smallest denominator (at most ``max_denominator``) that rounds to
+    exactly the double ``value``, or None if there is none.
+
+    A float such as ``0.1`` is taken to mean the simple fraction it was written as (1/10), so
+    that ``i / u >= 1/10`` tested on integers agrees with the reference scripts, which compare
+    the double ``i / u`` with the double ``0.1``.
+
+    >>> simple_fraction(0.1), simple_fraction(0.5000001)
+    (Fraction(1, 10), None)
+    """
+    frac = fractions.Fraction(value).limit_denominator(max_denominator)
+    return frac if float(frac) == value else None
