@@ -135,3 +135,12 @@ def test_labels_outside_the_classes_follow_mmsegmentation():
     with jax.enable_x64():
         wide = np.array([[2**32 + 1, 1]])
         assert float(M.pixel_accuracy(wide, np.array([[1, 1]]), num_classes=2)) == 1.0
+
+
+def test_a_batch_of_no_maps_gives_no_values():
+    """B = 0: empty results (the pixels per map were inferred from the size, which fails for
+    no maps)."""
+    maps = np.zeros((0, 4, 4), np.int32)
+    assert M.pixel_accuracy(maps, maps, num_classes=3).shape == (0,)
+    scores = jax.jit(functools.partial(M.iou, num_classes=3))(maps, maps)
+    assert scores.per_class.shape == (0, 3) and scores.mean.shape == (0,)

@@ -396,3 +396,23 @@ def test_ignore_index_outside_the_label_dtype_ignores_nothing():
     assert kept == np.mean(targets[[0, 3]] == predictions[[0, 3]])
     with pytest.raises(TypeError, match="ignore_index"):
         M.accuracy(targets, predictions, ignore_index=1.5)
+
+
+@pytest.mark.parametrize(
+    "metric",
+    [
+        functools.partial(M.confusion_matrix, num_classes=3),
+        functools.partial(M.precision, num_classes=3),
+        functools.partial(M.f1_score, num_classes=3, average="weighted"),
+        functools.partial(M.class_accuracy, num_classes=3),
+        functools.partial(M.contingency_table, num_classes=3, num_clusters=4),
+        functools.partial(M.per_video_hungarian_scores, num_classes=3, num_clusters=4),
+    ],
+)
+def test_a_batch_of_no_sequences_gives_no_values(metric):
+    """B = 0: empty results, directly and under jit, as accuracy gives (it raised
+    ZeroDivisionError when the runs' steps were reshaped into zero rows)."""
+    labels = np.zeros((0, 5), np.int32)
+    for fn in (metric, jax.jit(metric)):
+        for leaf in jax.tree_util.tree_leaves(fn(labels, labels)):
+            assert leaf.shape[0] == 0

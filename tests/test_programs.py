@@ -47,6 +47,30 @@ def test_an_eager_call_traces_once_per_shape_and_static_value():
     assert traces == [((4,), 2), ((2,), 2), ((4,), 3)]
 
 
+def test_static_values_of_other_types_are_other_programs():
+    """``5`` and ``5.0`` (a value a check refuses) get programs of their own, and a numpy
+    scalar option is taken as the Python number it holds: after a tuple, jit compared
+    ``np.float64(0.5) == (0.1, 0.5)``, an array, and raised."""
+    seen = []
+
+    def scaled(x, *, scale=1):
+        seen.append(type(scale))
+        if not isinstance(scale, int):
+            raise TypeError(f"scale must be an int, got {scale!r}")
+        return scale * jnp.sum(x)
+
+    wrapped = one_program(scaled)
+    assert int(wrapped(np.arange(3), scale=5)) == 15
+    with pytest.raises(TypeError, match=r"got 5\.0"):
+        wrapped(np.arange(3), scale=5.0)
+    assert int(wrapped(np.arange(3), scale=np.int64(5))) == 15  # the int program again
+    assert seen == [int, float]  # one trace each: the int program served np.int64(5)
+    y = np.array([1, 1, 2, 2])
+    M.segmental_f1(y, y, iou_thresholds=(0.1, 0.5))
+    for threshold in np.array([0.1, 0.5]):
+        assert M.segmental_f1(y, y, iou_thresholds=threshold).tolist() == [1.0]
+
+
 def test_calls_the_program_cannot_take_run_as_they_are():
     wrapped = one_program(lambda x, n: jnp.zeros(int(n)) + x)
     # int() of a traced array: JAX refuses it while tracing, the call runs eagerly

@@ -379,6 +379,12 @@ def test_errors_name_the_argument():
         M.segmental_counts(y, y, iou_thresholds=(1.5,))
     with pytest.raises(ValueError, match="iou_thresholds"):
         M.segmental_counts(y, y, iou_thresholds=(0.123456789,))
+    # Falsy values once skipped the check and gave empty counts.
+    for empty in (0, False, (), None):
+        with pytest.raises(ValueError, match="iou_thresholds"):
+            M.segmental_f1(y, y, iou_thresholds=empty)
+        with pytest.raises(ValueError, match="iou_thresholds"):
+            segmentation_statistics(y, y, iou_thresholds=empty)
     with pytest.raises(ValueError, match="max_target_segments"):
         M.edit_distance(y, y, max_target_segments=0)
     with pytest.raises(TypeError, match="max_predicted_segments"):

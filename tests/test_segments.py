@@ -102,6 +102,20 @@ def test_any_integer_dtype(dtype):
     assert s.valid.dtype == np.bool_ and s.count.dtype == np.int32
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_empty_rows_are_minus_one_for_unsigned_labels(dtype):
+    """-1 in the table's int32, not the unsigned dtype's 255 or 65535 (real labels there)."""
+    s = jseg.to_segments(np.array([1, 1, 2], dtype), max_segments=4)
+    assert s.labels.tolist() == [1, 2, -1, -1]
+
+
+def test_host_labels_beyond_int32_raise():
+    """The table's labels are int32: a uint32 label of 2**31 or more would wrap negative."""
+    with pytest.raises(ValueError, match="labels holds label 2147483653, beyond int32"):
+        jseg.to_segments(np.array([2**31 + 5, 2], np.uint32))
+    assert jseg.to_segments(np.array([2**31 - 1, 2], np.uint32)).labels.tolist() == [2**31 - 1, 2]
+
+
 def test_doc_example_unpadded():
     s = jseg.to_segments([1, 2, 1, 2, 1])
     assert s.labels.shape == (5,)  # capacity defaults to T

@@ -62,6 +62,36 @@ def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
     return value
 
 
+def int32_labels(name: str, value) -> jnp.ndarray:
+    """Integer labels as int32, for a kernel that returns them in an int32 table (-1 where
+    empty).
+
+    Labels of at most 32 bits are cast, host labels checked first (:func:`host_labels`,
+    :func:`host_int32_labels`). Device or traced uint32 labels, whose values cannot be looked
+    at here, must be below ``2**31`` (a precondition); 64-bit ones (``jax_enable_x64``) raise
+    ``TypeError``.
+    """
+    if not isinstance(value, jax.Array):
+        host_int32_labels(name, value)
+    labels = as_int_labels(name, value)
+    if labels.dtype.itemsize > 4:
+        raise TypeError(
+            f"{name} must be integer labels of at most 32 bits here (the labels this returns "
+            f"are int32), got {labels.dtype}; cast them to int32."
+        )
+    return labels.astype(jnp.int32)
+
+
+def host_int32_labels(name: str, value) -> None:
+    """Raises ``ValueError`` if host labels hold a label beyond int32 (uint32 from ``2**31``)."""
+    host = np.asarray(value)
+    if host.dtype == np.uint32 and host.size and host.max() > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"{name} holds label {int(host.max())}, beyond int32, the dtype of the labels "
+            "this returns; relabel to int32 (e.g. np.unique(..., return_inverse=True))."
+        )
+
+
 def as_float(name: str, value, *, min_ndim: int = 0) -> jnp.ndarray:
     """Returns ``value`` as a floating array (integers and bools are promoted to float32)."""
     value = jnp.asarray(value)

@@ -7,6 +7,8 @@ scatter-add; dataset-level (mmsegmentation-style pooled) values come from
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 
@@ -36,18 +38,17 @@ def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_nd
     are not ``valid`` are not counted.
     """
     batch = targets.shape[: targets.ndim - spatial_ndim]
-    maps = 1
-    for d in batch:
-        maps *= d
+    # Sizes, not -1: a batch of no maps cannot infer the pixels of each.
+    maps, pixels = math.prod(batch), math.prod(targets.shape[targets.ndim - spatial_ndim :])
     size = num_classes + 1
 
     def index_of(labels):
-        labels = labels.reshape(maps, -1)
+        labels = labels.reshape(maps, pixels)
         known = checks.in_label_range(labels, num_classes)
         return jnp.where(known, labels, num_classes).astype(jnp.int32)
 
     t, p = index_of(targets), index_of(predictions)
-    v = valid.reshape(maps, -1)
+    v = valid.reshape(maps, pixels)
     cells = size * size
     offset = jnp.arange(maps, dtype=jnp.int32)[:, None] * cells
     index = jnp.where(v, offset + t * size + p, maps * cells)

@@ -241,6 +241,8 @@ def sum_over_runs(targets, predictions, mask, cells_of, size: int):
     many steps as the most runs of a piece need.
     """
     sequences, T = targets.shape
+    if sequences == 0:  # no run: nothing to add (and no rows to reshape the steps into)
+        return jnp.zeros(size, jnp.int32)
     starts, valid = jax.vmap(_run_start_words)(targets, predictions, mask)
     pieces = -(-starts.shape[-1] // _PIECE_WORDS)
     starts, valid = _in_pieces(starts, pieces), _in_pieces(valid, pieces)

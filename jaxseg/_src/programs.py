@@ -72,7 +72,7 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
         except (jax.errors.JAXTypeError, jax.errors.JAXIndexError):
             return fn(*args, **kwargs)
         if host_check is not None:
-            host_check({**defaults, **dict(static), **arrays})
+            host_check({**defaults, **_values(static), **arrays})
         return result
 
     return call
@@ -80,12 +80,36 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _program(fn, static, arrays):
-    return fn(**dict(static), **arrays)
+    return fn(**_values(static), **arrays)
+
+
+def _values(static) -> dict:
+    """The static arguments by name, from :func:`_split_arguments`' entries."""
+    return {name: value for name, value, _ in static}
+
+
+def _plain(value):
+    """``value`` with numpy scalars as Python ones (``np.float64(0.5) == (0.1, 0.5)`` is an
+    array, which jit's comparison of static arguments cannot take)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return tuple(_plain(x) for x in value)
+    return value
+
+
+def _types(value):
+    """The types of ``value``'s scalars, which make ``5`` and ``5.0`` (or ``1`` and
+    ``True``) different static arguments: a value that ``fn`` refuses never gets the program
+    compiled for an equal value of another type."""
+    if isinstance(value, tuple):
+        return tuple(_types(x) for x in value)
+    return type(value)
 
 
 def _split_arguments(signature, args, kwargs):
-    """``(static, arrays)``: a sorted tuple of the static ``(name, value)`` pairs and a dict of
-    the program's arguments; None where the call must run as it is."""
+    """``(static, arrays)``: a tuple of the static ``(name, value, types)`` entries, sorted by
+    name, and a dict of the program's arguments; None where the call must run as it is."""
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
         return None
     try:
@@ -108,12 +132,13 @@ def _split_arguments(signature, args, kwargs):
                 value,
             )
             continue
+        value = _plain(value)
         try:
             hash(value)
         except TypeError:
             return None
-        static.append((name, value))
-    return tuple(sorted(static)), arrays
+        static.append((name, value, _types(value)))
+    return tuple(sorted(static, key=lambda entry: entry[0])), arrays
 
 
 def _holds_arrays(value) -> bool:

@@ -38,6 +38,7 @@ from jaxseg._src.segments import (
 )
 
 DEFAULT_IOU_THRESHOLDS = (0.1, 0.25, 0.5)
+_EDIT_ONLY = object()  # the iou_thresholds of the edit metrics' statistics: no matching
 
 
 class SegmentationStatistics(NamedTuple):
@@ -153,8 +154,9 @@ def _statistics(
     *,
     edit: bool = True,
 ) -> SegmentationStatistics:
-    """:func:`segmentation_statistics` for ``iou_thresholds`` (a tuple, or None: edit only);
-    without ``edit`` the edit distances are 0 (the segmental counts alone).
+    """:func:`segmentation_statistics` for ``iou_thresholds`` (the user's, validated here, or
+    ``_EDIT_ONLY``: no matching); without ``edit`` the edit distances are 0 (the segmental
+    counts alone).
 
     The arguments are validated here, and the computation is a program of its own per shape
     and static arguments: traced once for all the metrics of a user's ``jax.jit`` that share
@@ -164,9 +166,10 @@ def _statistics(
     targets, predictions = checks.label_pair(targets, predictions, bits=32)
     mask = checks.as_mask(mask, targets.shape)
     targets, predictions, mask = checks.with_a_frame(targets, predictions, mask)
+    edit_only = iou_thresholds is _EDIT_ONLY
     static = static_arguments(
         targets.shape[-1],
-        iou_thresholds or (1.0,),
+        (1.0,) if edit_only else iou_thresholds,
         background,
         max_target_segments,
         max_predicted_segments,
@@ -178,7 +181,7 @@ def _statistics(
         targets,
         predictions,
         mask,
-        thresholds=static["thresholds"] if iou_thresholds else (),
+        thresholds=() if edit_only else static["thresholds"],
         background=static["background"],
         legacy_asformer_end=static["legacy_asformer_end"],
         capacities=tuple(static[k] for k in capacities) if chosen else None,
@@ -427,7 +430,7 @@ def edit_distance(
     """
     capacities = (max_target_segments, max_predicted_segments)
     stats = _statistics(
-        targets, predictions, mask, None, background, *capacities, False, ignore_index
+        targets, predictions, mask, _EDIT_ONLY, background, *capacities, False, ignore_index
     )
     return _nan_if(stats.overflow, stats.edit_distance.astype(jnp.float32))
 
@@ -466,7 +469,7 @@ def edit_score(
     """
     capacities = (max_target_segments, max_predicted_segments)
     stats = _statistics(
-        targets, predictions, mask, None, background, *capacities, False, ignore_index
+        targets, predictions, mask, _EDIT_ONLY, background, *capacities, False, ignore_index
     )
     score = edit_score_from_distance(
         stats.edit_distance, stats.target_segments, stats.predicted_segments

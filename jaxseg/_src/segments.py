@@ -542,9 +542,10 @@ def _table(labels, starts, ends, count, capacity) -> Segments:
     valid = jnp.arange(capacity) < count
     if labels.shape[-1] == 0:
         labels = jnp.zeros((1,), labels.dtype)
-    seg_labels = jnp.where(valid, labels[jnp.minimum(starts, labels.shape[-1] - 1)], -1)
+    # In int32 before the -1 of empty rows, which an unsigned dtype would wrap (255 in uint8).
+    seg_labels = labels[jnp.minimum(starts, labels.shape[-1] - 1)].astype(jnp.int32)
     return Segments(
-        seg_labels.astype(jnp.int32),
+        jnp.where(valid, seg_labels, -1),
         jnp.where(valid, starts, 0),
         jnp.where(valid, ends, 0),
         valid,
@@ -600,7 +601,13 @@ def full_lengths(labels):
     return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1) + labels.shape[-1]
 
 
-@one_program
+def _labels_within_int32(arguments) -> None:
+    """:func:`to_segments`' check of host labels, which its program sees only traced."""
+    if not isinstance(arguments["labels"], jax.Array):
+        checks.host_int32_labels("labels", arguments["labels"])
+
+
+@one_program(host_check=_labels_within_int32)
 def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segments:
     """Run-length segments of frame-wise labels, background removed after encoding.
 
@@ -610,7 +617,9 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     Starts and ends (exclusive) index the frames that remain after masking.
 
     Args:
-      labels: integer ``[..., T]`` frame-wise labels.
+      labels: integer ``[..., T]`` frame-wise labels that int32 holds (the table's labels are
+        int32; wider device arrays raise ``TypeError``, wider host labels beyond int32
+        ``ValueError``).
       mask: optional bool ``[..., T]``, True = valid frame.
       background: static tuple of labels that form no segment.
       max_segments: static capacity S; ``None`` means ``T`` (exact for any input).
@@ -626,7 +635,7 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     References:
       Abu Farha & Gall, MS-TCN, CVPR 2019 (``get_labels_start_end_time`` in ``eval.py``).
     """
-    labels = checks.as_int_labels("labels", labels)
+    labels = checks.int32_labels("labels", labels)
     mask = checks.as_mask(mask, labels.shape)
     background = checks.static_labels("background", background)
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
