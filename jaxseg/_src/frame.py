@@ -274,7 +274,7 @@ def sum_over_runs(targets, predictions, mask, cells_of, size: int):
 
     steps = -(-largest(runs.total) // step_rows)
     # Zeros derived from the data vary like it (under shard_map, a shard's own counts).
-    zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0)
+    zeros = jnp.zeros(size, jnp.int32) + jnp.sum(runs.total & 0, dtype=jnp.int32)
     return lax.fori_loop(0, steps, step, zeros)
 
 

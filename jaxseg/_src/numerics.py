@@ -111,7 +111,7 @@ def count_set_bits(words):
     >>> int(count_set_bits(jnp.array([0b1011, 0b1], jnp.uint32)))
     4
     """
-    return jnp.sum(popcount(words).astype(jnp.int32), axis=-1)
+    return jnp.sum(popcount(words), axis=-1, dtype=jnp.int32)
 
 
 def _blocked_running_sum(x, block: int, within_block):

@@ -598,7 +598,7 @@ def count_of(labels, n, *, background: tuple[int, ...], valid: IndexedBits | Non
 
 def full_lengths(labels):
     """int32 ``[...]`` = T for labels ``[..., T]``, sharded like the labels' batch dims."""
-    return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1) + labels.shape[-1]
+    return jnp.sum(jnp.zeros_like(labels, jnp.int32), axis=-1, dtype=jnp.int32) + labels.shape[-1]
 
 
 def _labels_within_int32(arguments) -> None:

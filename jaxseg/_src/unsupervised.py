@@ -603,9 +603,9 @@ def finch_matching(table):
     clusters = by_value[:, col_order]  # [W, Q] (value, compact cluster)
     tp_of_cluster = jnp.where(live, clusters[jnp.minimum(column, W - 1), jnp.arange(Q)], 0)
     label_tp = jnp.zeros(W, jnp.int32).at[column].add(tp_of_cluster, mode="drop")
-    sizes = jnp.where(live, jnp.sum(clusters, axis=0), 0)
+    sizes = jnp.where(live, jnp.sum(clusters, axis=0, dtype=jnp.int32), 0)
     label_predicted = jnp.zeros(W, jnp.int32).at[column].add(sizes, mode="drop")
-    return label_tp, jnp.sum(by_value, axis=1), label_predicted
+    return label_tp, jnp.sum(by_value, axis=1, dtype=jnp.int32), label_predicted
 
 
 def _finch_scores(table, divisor):

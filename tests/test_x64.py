@@ -1,0 +1,79 @@
+"""With ``jax_enable_x64`` the metrics give the numbers they give without it.
+
+JAX sums integers into its default integer, int64 under x64: a count summed without a dtype
+then met an int32 one in a loop's carry or a conditional's branches, and most frame,
+segmental and unsupervised metrics raised ``TypeError`` (they ran only in 32 bits). Checked
+under JAX's standard dtype promotion, a user's default (the other tests run it strict, where
+x64 still meets int32 against int64 operands in places).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxseg import metrics as M
+from jaxseg import segments as S
+from jaxseg import stats, streaming
+
+
+def _batch():
+    """6 videos of 60 frames: runs of 1-8 frames of 4 labels, a gap, padding at the end."""
+    rng = np.random.default_rng(3)
+
+    def labels():
+        runs = rng.integers(0, 4, 60), rng.integers(1, 9, 60)
+        return np.repeat(*runs)[:60].astype(np.int32)
+
+    targets = np.stack([labels() for _ in range(6)])
+    predictions = np.stack([labels() for _ in range(6)])
+    mask = np.arange(60)[None] < rng.integers(20, 61, 6)[:, None]
+    mask[:, 5:9] = False
+    return targets, predictions, mask
+
+
+def _update(accumulator, targets, predictions, mask):
+    state = accumulator.update(accumulator.init(), targets, predictions, mask=mask)
+    return accumulator.compute(state)
+
+
+CALLS = {
+    "confusion_matrix": functools.partial(M.confusion_matrix, num_classes=4),
+    "f1_score": functools.partial(M.f1_score, num_classes=4),
+    "class_statistics": functools.partial(stats.class_statistics, num_classes=4),
+    "segmental_f1": M.segmental_f1,
+    "segmental_f1, background": functools.partial(M.segmental_f1, background=(0,)),
+    "segmental_f1, legacy end": functools.partial(M.segmental_f1, legacy_asformer_end=True),
+    "segmentation_statistics": stats.segmentation_statistics,
+    "edit_score": M.edit_score,
+    "global_hungarian_scores": functools.partial(
+        M.global_hungarian_scores, num_classes=4, num_clusters=4
+    ),
+    "per_video_hungarian_scores": functools.partial(
+        M.per_video_hungarian_scores, num_classes=4, num_clusters=4
+    ),
+    "streaming.segmentation": functools.partial(_update, streaming.segmentation()),
+    "streaming.frame_metrics": functools.partial(_update, streaming.frame_metrics(num_classes=4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_x64_gives_the_32_bit_numbers(name):
+    targets, predictions, mask = _batch()
+    want = CALLS[name](targets, predictions, mask=mask)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        got = CALLS[name](targets, predictions, mask=mask)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, equal_nan=True)
+
+
+def test_x64_segments_of_masked_labels():
+    targets, _, mask = _batch()
+    want = S.to_segments(targets, mask=mask)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        got = S.to_segments(targets, mask=mask)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
