@@ -6,6 +6,7 @@ import functools
 
 import _reference as ref
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from _videos import pad_batch, pad_rows, video_specs
@@ -114,6 +115,11 @@ def test_host_labels_beyond_int32_raise():
     with pytest.raises(ValueError, match="labels holds label 2147483653, beyond int32"):
         jseg.to_segments(np.array([2**31 + 5, 2], np.uint32))
     assert jseg.to_segments(np.array([2**31 - 1, 2], np.uint32)).labels.tolist() == [2**31 - 1, 2]
+    # int64 labels (x64, a user's default promotion): truncated onto other labels until checked
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        with pytest.raises(ValueError, match="labels holds label 1099511627776, beyond int32"):
+            jseg.to_segments(np.array([2**40, 2**40, 1, 0]))
+        assert jseg.to_segments(jnp.array([0, 1, 1])).labels.tolist() == [0, 1, -1]
 
 
 def test_doc_example_unpadded():

@@ -66,29 +66,28 @@ def int32_labels(name: str, value) -> jnp.ndarray:
     """Integer labels as int32, for a kernel that returns them in an int32 table (-1 where
     empty).
 
-    Labels of at most 32 bits are cast, host labels checked first (:func:`host_labels`,
-    :func:`host_int32_labels`). Device or traced uint32 labels, whose values cannot be looked
-    at here, must be below ``2**31`` (a precondition); 64-bit ones (``jax_enable_x64``) raise
-    ``TypeError``.
+    Host labels are checked first (:func:`host_labels`, :func:`host_int32_labels`): one beyond
+    int32 raises ``ValueError``. Device or traced labels of a wider dtype (uint32, or int64
+    with ``jax_enable_x64``), whose values cannot be looked at here, must lie in int32's
+    range (a precondition).
     """
     if not isinstance(value, jax.Array):
         host_int32_labels(name, value)
-    labels = as_int_labels(name, value)
-    if labels.dtype.itemsize > 4:
-        raise TypeError(
-            f"{name} must be integer labels of at most 32 bits here (the labels this returns "
-            f"are int32), got {labels.dtype}; cast them to int32."
-        )
-    return labels.astype(jnp.int32)
+    return as_int_labels(name, value).astype(jnp.int32)
 
 
 def host_int32_labels(name: str, value) -> None:
-    """Raises ``ValueError`` if host labels hold a label beyond int32 (uint32 from ``2**31``)."""
+    """Raises ``ValueError`` if host integer labels hold a label beyond int32."""
     host = np.asarray(value)
-    if host.dtype == np.uint32 and host.size and host.max() > np.iinfo(np.int32).max:
+    if host.dtype.kind not in "iu" or host.size == 0:
+        return
+    info = np.iinfo(np.int32)
+    high, low = host.max(), host.min()
+    if high > info.max or low < info.min:
         raise ValueError(
-            f"{name} holds label {int(host.max())}, beyond int32, the dtype of the labels "
-            "this returns; relabel to int32 (e.g. np.unique(..., return_inverse=True))."
+            f"{name} holds label {int(high if high > info.max else low)}, beyond int32, the "
+            "dtype of the labels this returns; relabel to int32 (e.g. np.unique(..., "
+            "return_inverse=True))."
         )
 
 

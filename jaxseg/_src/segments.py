@@ -617,9 +617,8 @@ def to_segments(labels, *, mask=None, background=(), max_segments=None) -> Segme
     Starts and ends (exclusive) index the frames that remain after masking.
 
     Args:
-      labels: integer ``[..., T]`` frame-wise labels that int32 holds (the table's labels are
-        int32; wider device arrays raise ``TypeError``, wider host labels beyond int32
-        ``ValueError``).
+      labels: integer ``[..., T]`` frame-wise labels in int32's range, the dtype of the
+        table's labels (a host label beyond it raises ``ValueError``).
       mask: optional bool ``[..., T]``, True = valid frame.
       background: static tuple of labels that form no segment.
       max_segments: static capacity S; ``None`` means ``T`` (exact for any input).
