@@ -89,31 +89,28 @@ def test_table_output_and_submission_videos_outside_the_subset(tmp_path, capsys,
     assert lines[4].split()[0] == "mAP"
 
 
+def _one_detection(segment="[0, 1]", label='"class 0"', score="1"):
+    """An edit writing a submission of one detection of video v_1 from its JSON fields."""
+    detection = f'{{"segment": {segment}, "label": {label}, "score": {score}}}'
+    return lambda gt, sub: sub.write_text(f'{{"results": {{"v_1": [{detection}]}}}}')
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (lambda gt, sub: gt.write_text("{ not json"), ":1: ground-truth file is not valid JSON"),
         (lambda gt, sub: sub.write_text('{"results": []}'),
          "submission file needs a 'results' object"),
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [2, 1], "label": "class 0", "score": 1}]}}'),
+        (_one_detection(segment="[2, 1]"),
          "video 'v_1', detection 1: 'segment' must be [start, end] with start <= end"),
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [0, 1], "label": "dance", "score": 1}]}}'),
+        (_one_detection(label='"dance"'),
          "video 'v_1', detection 1: label 'dance' is not a class of the ground truth"),
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [0, 1], "label": "class 0", "score": "high"}]}}'),
-         "'score' must be a number, got 'high'"),
+        (_one_detection(score='"high"'), "'score' must be a number, got 'high'"),
         # JSON's true is no number; an integer too large for a float raised OverflowError
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [0, 1], "label": "class 0", "score": true}]}}'),
-         "'score' must be a number, got True"),
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [true, 1], "label": "class 0", "score": 1}]}}'),
+        (_one_detection(score="true"), "'score' must be a number, got True"),
+        (_one_detection(segment="[true, 1]"),
          "detection 1: 'segment' must be [start, end] with start <= end, got [True, 1]"),
-        (lambda gt, sub: sub.write_text(
-            '{"results": {"v_1": [{"segment": [0, 1' + "0" * 400 + '], "label": "class 0", '
-            '"score": 1}]}}'),
+        (_one_detection(segment="[0, 1" + "0" * 400 + "]"),
          "detection 1: 'segment' must be [start, end] with start <= end"),
         (lambda gt, sub: sub.unlink(), "submission file not found"),
         (lambda gt, sub: (sub.unlink(), sub.mkdir()),
