@@ -185,8 +185,7 @@ def grounding_recall(
     (Ego4D NLQ has one target per query). IoUs follow the input dtype: in float32 a tIoU near a
     threshold (float32 times move it by up to about ``6e-8 * time / length``) may be decided
     differently from the float64 references; with ``jax_enable_x64`` and float64 windows the
-    decisions are theirs. A 0-length hull gives IoU
-    0 (Ego4D: NaN, never a hit).
+    decisions are theirs. A 0-length hull gives IoU 0 (Ego4D: NaN, never a hit).
     """
     ks = checks.static_positive_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
