@@ -588,3 +588,16 @@ def test_top_k_targets_outside_the_classes_never_score():
     acc = streaming.top_k(k=(1, 3))
     state = jax.jit(acc.update)(acc.init(), targets, scores)
     np.testing.assert_allclose(acc.compute(state)["accuracy"], [1 / 3] * 2)
+
+
+def test_top_k_accuracy_is_the_correctly_rounded_quotient():
+    """Without a mask the count was one number that XLA divided by as a product with its
+    reciprocal: 9 hits of 10 read 0.90000004."""
+    n = 200
+    scores = np.zeros((n + 1, n, 3), np.float32)
+    scores[..., 0] = 1.0
+    targets = (np.arange(n)[None, :] >= np.arange(n + 1)[:, None]).astype(np.int32)
+    want = np.arange(n + 1, dtype=np.float32) / np.float32(n)
+    top_1 = functools.partial(M.top_k_accuracy, k=(1,))
+    for fn in (top_1, jax.jit(top_1), jax.vmap(top_1)):
+        np.testing.assert_array_equal(np.asarray(fn(targets, scores))[:, 0], want)

@@ -848,9 +848,12 @@ def top_k_accuracy(
             f"got {scores.shape}."
         )
     valid = checks.as_valid(mask, targets.shape)
-    hits = top_k_hits(targets, scores, valid, ks).astype(jnp.float32)
-    count = jnp.sum(valid, axis=-1, dtype=jnp.int32).astype(jnp.float32)
-    return safe_divide(hits, count[..., None], jnp.nan)
+    hits = top_k_hits(targets, scores, valid, ks)
+    # Without a mask the count is one number, which XLA divides by as a product with its
+    # reciprocal (1 ulp off): one count per quotient, behind a barrier, is divided exactly.
+    count = jnp.sum(valid, axis=-1, dtype=jnp.int32)[..., None]
+    count = lax.optimization_barrier(count + (hits & 0))
+    return safe_divide(hits.astype(jnp.float32), count.astype(jnp.float32), jnp.nan)
 
 
 def top_k_hits(targets, scores, valid, ks) -> jax.Array:
