@@ -16,7 +16,13 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example, largest, lift, rows_per_step
-from jaxseg._src.numerics import count_set_bits, nanmean, precision_recall_f1, safe_divide
+from jaxseg._src.numerics import (
+    count_ratio,
+    count_set_bits,
+    nanmean,
+    precision_recall_f1,
+    safe_divide,
+)
 from jaxseg._src.programs import one_program
 from jaxseg._src.segments import (
     WORD_BITS,
@@ -70,12 +76,7 @@ def accuracy(targets, predictions, *, mask=None, ignore_index=None) -> jax.Array
     """
     targets, predictions, mask = _frame_inputs(targets, predictions, mask, ignore_index)
     correct, frames = lift(_correct_and_valid_frames, (targets, predictions, mask), (1, 1, 1))
-    # Without a mask every row has the same count, one number that XLA divides by as a
-    # product with its reciprocal (1 ulp off). Varying like the correct counts (also under
-    # jax.vmap) and behind a barrier, it is a count per row: a correctly rounded quotient,
-    # the same whatever the batch.
-    frames = lax.optimization_barrier(frames + (correct & 0))
-    return safe_divide(correct.astype(jnp.float32), frames.astype(jnp.float32), jnp.nan)
+    return count_ratio(correct, frames, jnp.nan)
 
 
 def _correct_and_valid_frames(targets, predictions, mask):

@@ -20,7 +20,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example
-from jaxseg._src.numerics import nanmean, running_sum, safe_divide
+from jaxseg._src.numerics import count_ratio, nanmean, running_sum, safe_divide
 from jaxseg._src.programs import one_program
 
 INTERPOLATIONS = ("step", "11point", "all_point")
@@ -849,11 +849,8 @@ def top_k_accuracy(
         )
     valid = checks.as_valid(mask, targets.shape)
     hits = top_k_hits(targets, scores, valid, ks)
-    # Without a mask the count is one number, which XLA divides by as a product with its
-    # reciprocal (1 ulp off): one count per quotient, behind a barrier, is divided exactly.
     count = jnp.sum(valid, axis=-1, dtype=jnp.int32)[..., None]
-    count = lax.optimization_barrier(count + (hits & 0))
-    return safe_divide(hits.astype(jnp.float32), count.astype(jnp.float32), jnp.nan)
+    return count_ratio(hits, count, jnp.nan)
 
 
 def top_k_hits(targets, scores, valid, ks) -> jax.Array:
