@@ -77,3 +77,40 @@ def test_x64_segments_of_masked_labels():
         got = S.to_segments(targets, mask=mask)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+SEGMENTAL = {
+    "edit_score": M.edit_score,
+    "edit_distance": M.edit_distance,
+    "segmental_f1": M.segmental_f1,
+    "segmental_counts, capacities": functools.partial(
+        M.segmental_counts, max_target_segments=40, max_predicted_segments=40
+    ),
+    "segmentation_statistics": stats.segmentation_statistics,
+    "streaming.segmentation": None,  # built per background below
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEGMENTAL))
+def test_x64_segmental_metrics_take_64_bit_labels_whole(name):
+    """JAX's default integer under x64 is int64 (``jnp.array([0, 1])``): the segmental metrics
+    take it, and labels beyond int32 are compared whole, not wrapped onto a small label (2^33
+    and 0 would be one label in 32 bits)."""
+    targets, predictions, mask = _batch()
+
+    def call(shift, t, p):
+        background = (shift,)
+        if name == "streaming.segmentation":
+            return _update(streaming.segmentation(background=background), t, p, mask)
+        return SEGMENTAL[name](t, p, mask=mask, background=background)
+
+    want = call(0, targets, predictions)
+    wide_t, wide_p = targets.astype(np.int64), predictions.astype(np.int64)
+    big = 2**33  # in 32 bits, label 2^33 + c would be label c
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        small = call(0, jax.numpy.asarray(wide_t), jax.numpy.asarray(wide_p))
+        shifted = call(big, jax.numpy.asarray(wide_t + big), jax.numpy.asarray(wide_p + big))
+    leaves = jax.tree_util.tree_leaves
+    for got in (small, shifted):
+        for a, b in zip(leaves(got), leaves(want), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

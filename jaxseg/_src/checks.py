@@ -103,15 +103,14 @@ def as_float(name: str, value, *, min_ndim: int = 0) -> jnp.ndarray:
     return value
 
 
-def label_pair(targets, predictions, *, bits: int = 64):
+def label_pair(targets, predictions):
     """Validates two label arrays of one shape; returns them with one integer dtype.
 
     Labels of different integer dtypes (say uint8 targets, int32 predictions) are cast to a
     dtype that holds both exactly: int32 when both fit, else uint32 or int64. A pair with no
     such dtype (traced uint32 with signed labels without ``jax_enable_x64``, uint64 with
-    signed) raises ``TypeError`` instead of comparing wrapped values. A kernel that holds
-    labels in 32 bits passes ``bits=32``: 64-bit labels (possible only with
-    ``jax_enable_x64``) then raise ``TypeError`` instead of being truncated.
+    signed) raises ``TypeError`` instead of comparing wrapped values. The kernels compare
+    labels in this dtype, so 64-bit labels (with ``jax_enable_x64``) are taken whole.
     """
     targets = as_int_labels("targets", targets)
     predictions = as_int_labels("predictions", predictions)
@@ -119,11 +118,6 @@ def label_pair(targets, predictions, *, bits: int = 64):
     if targets.dtype != predictions.dtype:
         common = _common_label_dtype(targets.dtype, predictions.dtype)
         targets, predictions = targets.astype(common), predictions.astype(common)
-    if 8 * targets.dtype.itemsize > bits:
-        raise TypeError(
-            f"targets and predictions must be integer labels of at most {bits} bits here, got "
-            f"{targets.dtype}; relabel to int32 (e.g. np.unique(..., return_inverse=True))."
-        )
     return targets, predictions
 
 

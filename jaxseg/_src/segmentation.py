@@ -163,7 +163,7 @@ def _statistics(
     them (precision, recall and F1), and compiled whole under ``jax.vmap`` or ``jax.grad``
     outside ``jax.jit``, where the public functions run as they are.
     """
-    targets, predictions = checks.label_pair(targets, predictions, bits=32)
+    targets, predictions = checks.label_pair(targets, predictions)
     mask = checks.as_mask(mask, targets.shape)
     targets, predictions, mask = checks.with_a_frame(targets, predictions, mask)
     edit_only = iou_thresholds is _EDIT_ONLY
