@@ -234,6 +234,26 @@ def test_output_file_and_quiet(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_files_left_out_as_no_label_files_are_named(tmp_path, capsys):
+    """A ground-truth file ``video_09.mp4`` without a prediction is no label file by its
+    name and is left out, like a README: said on stderr, so that a video never drops out
+    unseen."""
+    videos = random_videos(14, 5, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES, split=list(videos))
+    (truth / "video_09.mp4").write_text("SIL\n")
+    (predictions / "README.md").write_text("notes\n")
+    code, out, err = run(capsys, truth, predictions, "--format", "json")
+    assert code == 0 and json.loads(out)["summary"]["videos"] == 5
+    assert err == (
+        "jaxseg: note: 2 file(s) not read, with no counterpart in the other folder and not "
+        "named like a label file (no suffix, .txt or .npy): "
+        f"{truth / 'video_09.mp4'}, {predictions / 'README.md'}\n"
+    )
+    for options in (("--quiet",), ("--split", tmp_path / "split.bundle")):
+        code, _, err = run(capsys, truth, predictions, *options)
+        assert code == 0 and err == ""
+
+
 def test_plot_folder(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     videos = random_videos(13, 8, len(NAMES))

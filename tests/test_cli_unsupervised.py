@@ -92,6 +92,15 @@ def test_no_background(folders, capsys):
     assert "MoF-bg" not in result["results"][0]
 
 
+def test_files_left_out_as_no_label_files_are_named(folders, capsys):
+    root, truth, predictions = folders
+    (truth / "d.mp4").write_text("take\n")
+    assert main(["evaluate", str(root), str(predictions), "--matching", "global"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("jaxseg: note: 1 file(s) not read, ")
+    assert err.endswith(f"(no suffix, .txt or .npy): {truth / 'd.mp4'}\n")
+
+
 def fails(capsys, *argv) -> str:
     code = main(["evaluate", *map(str, argv)])
     out, err = capsys.readouterr()

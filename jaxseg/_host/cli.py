@@ -27,6 +27,8 @@ from jaxseg._host.demo import DEMO_DIRECTORY
 from jaxseg._host.io_files import (
     InputError,
     SegmentationDataset,
+    _listing,
+    other_files,
     start_loading,
     write_atomic,
 )
@@ -360,7 +362,24 @@ def _read(ground_truth: Path, predictions: Path, args, mapping=None) -> Segmenta
     reading = Progress(f"reading {predictions.name}", enabled=not args.quiet)
     dataset = finish(reading)
     reading.close()
+    note_other_files(ground_truth, predictions, args)
     return dataset
+
+
+def note_other_files(ground_truth: Path, predictions: Path, args) -> None:
+    """Names on stderr the files left out as no label files (without ``--split``): a video
+    whose name holds a dot (``x.y``) and that has no prediction would otherwise be left out
+    unseen."""
+    if args.split is not None or args.quiet:
+        return
+    left = other_files(ground_truth, predictions)
+    if left:
+        print(
+            f"jaxseg: note: {len(left)} file(s) not read, with no counterpart in the other "
+            "folder and not named like a label file (no suffix, .txt or .npy): "
+            f"{_listing([str(path) for path in left])}",
+            file=sys.stderr,
+        )
 
 
 def _load_jax() -> None:

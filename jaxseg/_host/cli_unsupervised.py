@@ -117,6 +117,9 @@ def load(args):
     videos = pair_files(
         truth, Path(args.predictions), read_split(args.split) if args.split else None
     )
+    from jaxseg._host.cli import note_other_files
+
+    note_other_files(truth, Path(args.predictions), args)
     targets, predictions = [], []
     for name, truth_file, prediction_file in videos:
         target = read_labels(truth_file, index)

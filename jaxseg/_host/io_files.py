@@ -367,9 +367,7 @@ def pair_files(
             )
         names = list(split)
     else:
-        for files, other in ((truth, predicted), (predicted, truth)):
-            for name in [n for n, f in files.items() if n not in other and not _label_like(f)]:
-                del files[name]
+        truth, predicted = _without_other_files(truth, predicted)
         no_truth = sorted(set(predicted) - set(truth))
         no_prediction = sorted(set(truth) - set(predicted))
         if no_truth:
@@ -384,6 +382,32 @@ def pair_files(
             )
         names = sorted(truth)
     return [(name, truth[name], predicted[name]) for name in names]
+
+
+def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
+    """The files :func:`pair_files` leaves out without a split: those without a counterpart
+    in the other folder whose suffix is not a label file's (sorted)."""
+    truth = _label_files(ground_truth, "ground-truth")
+    predicted = _label_files(predictions, "predictions")
+    kept = _without_other_files(truth, predicted)
+    return sorted(
+        path
+        for files, left in zip((truth, predicted), kept)
+        for name, path in files.items()
+        if name not in left
+    )
+
+
+def _without_other_files(
+    truth: dict[str, Path], predicted: dict[str, Path]
+) -> tuple[dict[str, Path], dict[str, Path]]:
+    """``truth`` and ``predicted`` without the files that have no counterpart and are no
+    label files (``README.md``, ``results.json``): not videos."""
+
+    def videos(files, other):
+        return {n: f for n, f in files.items() if n in other or _label_like(f)}
+
+    return videos(truth, predicted), videos(predicted, truth)
 
 
 def _label_like(path: Path) -> bool:
