@@ -183,6 +183,11 @@ def test_online_bad_inputs(tmp_path, capsys):
     code, _, err = run(capsys, tmp_path / "targets.npy", tmp_path / "scores.npy", "--online",
                        "--ambiguous", "7")  # fmt: skip
     assert code == 2 and "class index 7 is outside the 3 score columns" in err
+    for folder, what in (("scores.npy", "scores file"), ("targets.npy", "targets file")):
+        (tmp_path / folder).unlink()
+        (tmp_path / folder).mkdir()
+        code, _, err = run(capsys, tmp_path / "targets.npy", tmp_path / "scores.npy", "--online")
+        assert code == 2 and f"{folder}: is a folder; the {what} must be a file" in err
 
 
 def test_byte_order_mark_is_accepted(tmp_path, capsys, golden_detection):

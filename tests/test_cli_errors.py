@@ -48,6 +48,10 @@ def test_missing_folders_and_files(dataset, capsys):
     assert fails(capsys, truth, predictions, "--mapping", root / "m.txt") == (
         f"{root / 'm.txt'}: mapping file not found"
     )
+    for option, what in (("--split", "split file"), ("--mapping", "mapping file")):
+        assert fails(capsys, truth, predictions, option, root) == (
+            f"{root}: is a folder; the {what} must be a file"
+        )
     assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
 

@@ -24,6 +24,7 @@ from jaxseg._host.io_files import (
     read_json,
     read_label_array,
     read_npy,
+    require_file,
 )
 
 PRESETS = {
@@ -384,8 +385,7 @@ def _offline(args) -> reports.Report:
 
 def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
-    if not targets_path.is_file():  # before the scores are read
-        raise InputError(f"{targets_path}: targets file not found")
+    require_file(targets_path, "targets file")  # before the scores are read
     scores = read_npy(scores_path, "scores file")
     if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
         raise InputError(

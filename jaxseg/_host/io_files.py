@@ -49,9 +49,16 @@ class SegmentationDataset(NamedTuple):
     class_names: tuple[str, ...]
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
+def require_file(path: Path, what: str) -> None:
+    """Raises :class:`InputError` unless ``path`` is a file (a folder is named as one)."""
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; the {what} must be a file")
     if not path.is_file():
         raise InputError(f"{path}: {what} not found")
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    require_file(path, what)
     try:
         return path.read_bytes()
     except OSError as error:
@@ -110,8 +117,7 @@ def is_finite_number(value) -> bool:
 
 def read_npy(path: Path, what: str) -> np.ndarray:
     """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
+    require_file(path, what)
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as error:
