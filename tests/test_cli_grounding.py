@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -131,6 +132,14 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys):
     _check_error(capsys, ["grounding", gt, sub], f"{sub}:2:", "not a JSON object")
     _jsonl(sub, [{"qid": 2, "pred_relevant_windows": [[0, 4, 0.9]]}])
     _check_error(capsys, ["grounding", gt, sub], "qids differ")
+    # U+2028 may stand in a JSON string as it is; str.splitlines broke the line there. No
+    # query is middle or long: their rows are empty, without numpy's warnings on stderr.
+    sub.write_text('{"qid": 1, "query": "a\u2028b", "pred_relevant_windows": [[0, 4, 1]]}\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run(capsys, "grounding", gt, sub, "--format", "json")
+    assert code == 0 and err == "", err
+    assert json.loads(out)["summary"]["brief"]["MR-middle-mAP"] is None
     _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[5, 4, 0.9]]}])
     _check_error(capsys, ["grounding", gt, sub], f"{sub}:1", "start <= end")
     _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], "pred_saliency_scores": [1]}])

@@ -37,6 +37,8 @@ def test_mapping_reads_indices_in_any_order_and_skips_blank_lines(tmp_path):
         ("0 take\n1 open pour\n", ":2: expected 'index name'"),
         ("0 take\n0 open\n", ":2: index 0 appears twice"),
         ("0 take\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
+        # a form feed breaks no line (str.splitlines counted one: line 3)
+        ("0 take\x0c\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
         ("0 take\n2 open\n", "indices must be 0..1, but 1 is missing"),
         ("\n\n", "mapping file is empty"),
         ("0 take\n1 op\x00en\n", "mapping file is not a text file (NUL byte at offset 11)"),
@@ -91,6 +93,11 @@ def test_unknown_label_names_line_and_frame(tmp_path):
         io.read_label_text(path, INDEX)
     path.write_text("### Frame level recognition: ###\ntake Take\n")
     with pytest.raises(io.InputError, match=r":2: unknown label 'Take' \(frame 2\)"):
+        io.read_label_text(path, INDEX)
+    # Lines as editors number them: \r alone breaks one (here before the labels too), a form
+    # feed does not.
+    path.write_bytes(b"\r\rtake\x0ctake\rstir\n")
+    with pytest.raises(io.InputError, match=r":4: unknown label 'stir' \(frame 3\)"):
         io.read_label_text(path, INDEX)
 
 
@@ -151,6 +158,9 @@ def test_split_file(tmp_path):
     with pytest.raises(
         io.InputError, match=r"bundle:3: video 'b' is listed twice \(first on line 1\)"
     ):
+        io.read_split(path)
+    path.write_text("b\x0c\na.txt\nb\n")  # a form feed breaks no line
+    with pytest.raises(io.InputError, match=r"bundle:3: video 'b' is listed twice"):
         io.read_split(path)
     path.write_text("\n")
     with pytest.raises(io.InputError, match="split file lists no videos"):

@@ -21,6 +21,7 @@ from jaxseg._host.io_files import (
     _read_bytes,
     is_finite_number,
     read_json,
+    text_lines,
 )
 
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -80,7 +81,7 @@ def add_parser(commands, add_output_arguments) -> None:
 def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
     """(line number, object) of every non-blank line of a JSON Lines file."""
     rows = []
-    lines = _decode_text(path, _read_bytes(path, what), what).splitlines()
+    lines = text_lines(_decode_text(path, _read_bytes(path, what), what))
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -318,7 +319,7 @@ def _mr_rows(tables):
         )[..., 0]
         aps = np.asarray(ap(gt, pred, scores, iou_thresholds=MR_THRESHOLDS, **kw))
         kept = mask.any(axis=1)
-        r, a = 100 * hits[kept].mean(axis=0), 100 * aps[kept].mean(axis=0)
+        r, a = 100 * _mean_of_kept(hits, kept), 100 * _mean_of_kept(aps, kept)
         rows.append((name, int(kept.sum()), r[0], r[4], a[0], a[5], a.mean()))
         brief[f"MR-{name}-mAP"] = a.mean()
         if name == "full":
@@ -331,6 +332,14 @@ def _mr_rows(tables):
                 }
             )
     return rows, brief
+
+
+def _mean_of_kept(values, kept):
+    """The mean of ``values [Q, ...]`` over the ``kept`` queries, NaN for none (as
+    standalone_eval's mean over an empty length range, without numpy's warning on stderr)."""
+    if not kept.any():
+        return np.full(values.shape[1:], np.nan)
+    return values[kept].mean(axis=0)
 
 
 def _hl_rows(tables):

@@ -29,6 +29,7 @@ from jaxseg._host.io_files import (
     read_mapping,
     read_npy,
     read_split,
+    text_lines,
 )
 
 MATCHINGS = ("global", "per-video", "asot-full", "asot-per")
@@ -84,7 +85,7 @@ def read_cluster_ids(path: Path) -> np.ndarray:
     else:
         data = _read_bytes(path, "prediction file")
         text = _decode_text(path, data, "prediction file")
-        lines = text.splitlines()
+        lines = text_lines(text)
         first = 1 if lines and lines[0].lstrip().startswith("#") else 0
         values = []
         for number, line in enumerate(lines[first:], start=first + 1):

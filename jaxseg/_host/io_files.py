@@ -11,6 +11,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -27,6 +28,7 @@ _LABEL_SUFFIXES = (".txt", ".npy")
 # is a misread file or ids to relabel, not a class.
 LABEL_LIMIT = 1 << 20
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class InputError(ValueError):
@@ -47,6 +49,13 @@ class SegmentationDataset(NamedTuple):
     targets: tuple[np.ndarray, ...]
     predictions: tuple[np.ndarray, ...]
     class_names: tuple[str, ...]
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text``, broken at ``\\n``, ``\\r\\n`` or ``\\r`` only, as ``open`` reads
+    them and editors number them: ``str.splitlines`` also breaks at form feeds and at U+2028,
+    U+2029 and U+0085, which a JSON string may hold as they are."""
+    return _LINE_BREAK.split(text)
 
 
 def require_file(path: Path, what: str) -> None:
@@ -146,7 +155,7 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
     text = _decode_text(path, _read_bytes(path, "mapping file"), "mapping file")
     by_index: dict[int, str] = {}
     first_line: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         fields = line.split()
         if not fields:
             continue
@@ -174,8 +183,8 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
 def _locate_token(text: str, position: int) -> tuple[int, int]:
     """Returns the (line, frame) of the ``position``-th label of a label file (both 1-based)."""
     seen = 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        fields = line.split()
+    for number, line in enumerate(text_lines(text), start=1):
+        fields = line.encode().split()  # the labels' own split: at ASCII whitespace
         if seen + len(fields) > position:
             return number, position + 1
         seen += len(fields)
@@ -214,7 +223,7 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     body = data.lstrip()
-    first_line = 1 + data[: len(data) - len(body)].count(b"\n")
+    first_line = len(text_lines(data[: len(data) - len(body)].decode("ascii")))
     if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
         # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
         ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
@@ -323,7 +332,7 @@ def read_split(path: str | os.PathLike) -> tuple[str, ...]:
     path = Path(path)
     text = _decode_text(path, _read_bytes(path, "split file"), "split file")
     names: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip():
             continue
         name = video_name(Path(line.strip()))
