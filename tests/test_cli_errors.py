@@ -101,6 +101,17 @@ def test_unknown_label_names_file_and_line(dataset, capsys):
     )
 
 
+def test_a_background_name_in_another_unicode_normalization_is_pointed_out(tmp_path, capsys):
+    composed, combining = "caf\u00e9", "cafe\u0301"  # both print as 'café'
+    names = ("take", composed)
+    truth, predictions = write_dataset(tmp_path, {"a": (np.array([0, 1]),) * 2}, names)
+    assert fails(capsys, truth, predictions, "--background", combining) == (
+        f"--background: {combining!r} is not a class name; classes: take, {composed} "
+        f"({combining!r} is the known {composed!r} in another Unicode normalization: "
+        "'cafe\\u0301' vs 'caf\\xe9')"
+    )
+
+
 def test_empty_and_binary_files(dataset, capsys):
     _, truth, predictions = dataset
     (predictions / "a").write_text("")

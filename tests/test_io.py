@@ -94,6 +94,15 @@ def test_unknown_label_names_line_and_frame(tmp_path):
     path.write_text("### Frame level recognition: ###\ntake Take\n")
     with pytest.raises(io.InputError, match=r":2: unknown label 'Take' \(frame 2\)"):
         io.read_label_text(path, INDEX)
+    # 'café' with a combining accent prints as the known 'café' with a composed one
+    composed, combining = "caf\u00e9", "cafe\u0301"
+    path.write_text(f"{combining}\n")
+    with pytest.raises(io.InputError) as error:
+        io.read_label_text(path, {composed: 0})
+    assert str(error.value).endswith(
+        f"known labels: {composed} ({combining!r} is the known {composed!r} in another Unicode "
+        "normalization: 'cafe\\u0301' vs 'caf\\xe9')"
+    )
     # Lines as editors number them: \r alone breaks one (here before the labels too), a form
     # feed does not.
     path.write_bytes(b"\r\rtake\x0ctake\rstir\n")

@@ -28,6 +28,7 @@ from jaxseg._host.io_files import (
     InputError,
     SegmentationDataset,
     _listing,
+    normalization_hint,
     other_files,
     start_loading,
     write_atomic,
@@ -402,7 +403,7 @@ def _background_indices(names: Sequence[str] | None, class_names: Sequence[str])
     if unknown:
         raise InputError(
             f"--background: {', '.join(map(repr, unknown))} is not a class name; classes: "
-            f"{', '.join(class_names[:12])}{', ...' if len(class_names) > 12 else ''}"
+            f"{_listing(class_names, limit=12)}{normalization_hint(unknown[0], class_names)}"
         )
     return tuple(sorted({index[name] for name in names}))
 

@@ -15,7 +15,8 @@ import re
 import signal
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import NamedTuple
@@ -242,14 +243,22 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
         line, frame = _locate_token(text, tokens.index(unknown))
         raise InputError(
             f"{path}:{first_line + line - 1}: unknown label {unknown.decode()!r} (frame {frame}); "
-            f"known labels: {_preview(class_index)}"
+            f"known labels: {_listing(list(class_index), limit=8)}"
+            f"{normalization_hint(unknown.decode(), class_index)}"
         ) from None
 
 
-def _preview(names: Mapping[str, int] | Sequence[str], limit: int = 8) -> str:
-    names = list(names)
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+def normalization_hint(name: str, known: Iterable[str]) -> str:
+    """A note when ``name`` is a known name in another Unicode normalization (an accented
+    letter as one code point or as a letter and a combining accent: the two print alike)."""
+    composed = unicodedata.normalize("NFC", name)
+    for other in known:
+        if unicodedata.normalize("NFC", other) == composed:
+            return (
+                f" ({name!r} is the known {other!r} in another Unicode normalization: "
+                f"{name!a} vs {other!a})"
+            )
+    return ""
 
 
 def read_label_array(path: str | os.PathLike) -> np.ndarray:
