@@ -282,6 +282,9 @@ def test_every_way_of_adding_gives_the_same_numbers():
     ways["two batches"] = fresh()
     ways["two batches"].add(y[:1], p[:1], lengths=lengths[:1], name=names[:1])
     ways["two batches"].add([t for t, _ in videos[1:]], [q for _, q in videos[1:]], name=names[1:])
+    ways["one at a time, a list of one name each"] = fresh()
+    for name, (t, q) in zip(names, videos, strict=True):
+        ways["one at a time, a list of one name each"].add(t, q, name=[name])
 
     expected = ways["one at a time"].get()
     expected_per_video = ways["one at a time"].per_video()
@@ -542,7 +545,7 @@ BAD_INPUTS = {
     ),
     "batch counts differ": (
         dict(gt=[[1, 2], [1]], pred=[[1, 2]]),
-        r"gt holds 2 videos but pred holds 1",
+        r"targets hold 2 videos but predictions hold 1",
     ),
     "padded shapes differ": (
         dict(gt=np.ones((2, 4), int), pred=np.ones((2, 5), int), lengths=np.array([4, 4])),
@@ -572,6 +575,19 @@ BAD_INPUTS = {
     "names count": (
         dict(gt=[[1, 2], [1]], pred=[[1, 2], [1]], name=["only one"]),
         r"name holds 1 names for 2 videos",
+    ),
+    # a string is one name: "ab" named two videos 'a' and 'b'
+    "one name, two videos": (
+        dict(gt=[[1, 2], [1]], pred=[[1, 2], [1]], name="ab"),
+        r"name is one name, 'ab', for 2 videos; give a list of 2",
+    ),
+    "one name, a padded batch of two": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=[4, 4], name="ab"),
+        r"name is one name, 'ab', for 2 videos",
+    ),
+    "two names, one video": (
+        dict(gt=[1, 2], pred=[1, 2], name=["a", "b"]),
+        r"name holds 2 names for 1 videos",
     ),
     # Labels index per-class count tables: 2**28 asked for 6-13 GB, 2**31 - 1 overflowed.
     "label 2**28, past the class tables": (

@@ -217,10 +217,10 @@ class Evaluator:
         """
         start = len(self._names) + len(self._pending)
         if _is_one_video(gt):
-            names, gt, pred = [name if isinstance(name, str) else f"video {start}"], [gt], [pred]
+            names, gt, pred = self._names_for(name, 1, start), [gt], [pred]
         else:
             if len(pred) != len(gt):
-                raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
+                raise ValueError(f"targets hold {len(gt)} videos but predictions hold {len(pred)}.")
             names = self._names_for(name, len(gt), start)
         targets, predictions = [], []
         for video, t, p in zip(names, gt, pred):
@@ -348,7 +348,17 @@ class Evaluator:
 
     @staticmethod
     def _names_for(name, count, start):
-        names = list(name) if name is not None else [f"video {start + i}" for i in range(count)]
+        """The names of ``count`` videos: ``name`` (a string names one video, a sequence one
+        per video), or ``video <index>``."""
+        if name is None:
+            return [f"video {start + i}" for i in range(count)]
+        if isinstance(name, str):
+            if count != 1:
+                raise ValueError(
+                    f"name is one name, {name!r}, for {count} videos; give a list of {count}."
+                )
+            return [name]
+        names = list(name)
         if len(names) != count:
             raise ValueError(f"name holds {len(names)} names for {count} videos.")
         return names
@@ -356,7 +366,7 @@ class Evaluator:
     def _padded_batch(self, gt, pred, mask, lengths, name):
         """Validates a padded batch ``[B, T]`` and copies it into the padded buffers."""
         if len(pred) != len(gt):
-            raise ValueError(f"gt holds {len(gt)} videos but pred holds {len(pred)}.")
+            raise ValueError(f"targets hold {len(gt)} videos but predictions hold {len(pred)}.")
         count = len(gt)
         names = self._names_for(name, count, len(self._names))
         if mask is not None and lengths is not None:
