@@ -92,6 +92,19 @@ def test_no_background(folders, capsys):
     assert "MoF-bg" not in result["results"][0]
 
 
+def test_asot_per_leaves_an_all_background_video_out_of_the_mean(folders, capsys):
+    """ASOT's eval_mof divides by zero on a video with no frame outside the background: it
+    has no score (null) and the mean is over the other videos."""
+    root, truth, predictions = folders
+    want = _json(capsys, root, predictions, "--matching", "asot-per")["results"][0]
+    write_labels(truth / "d.txt", np.array([3, 3, 3]), NAMES, "lines")
+    (predictions / "d.txt").write_text("0\n1\n1\n")
+    result = _json(capsys, root, predictions, "--matching", "asot-per", "--per-video")
+    rows = {row["video"]: row for row in result["per_video"]}
+    assert rows["d"]["MoF"] is None and rows["a"]["MoF"] is not None
+    assert result["results"][0] == want
+
+
 def test_files_left_out_as_no_label_files_are_named(folders, capsys):
     root, truth, predictions = folders
     (truth / "d.mp4").write_text("take\n")
