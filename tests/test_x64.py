@@ -114,3 +114,52 @@ def test_x64_segmental_metrics_take_64_bit_labels_whole(name):
     for got in (small, shifted):
         for a, b in zip(leaves(got), leaves(want), strict=True):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def _ranking_inputs():
+    """Per-frame multi-hot targets [60, 4] and float32 scores with ties."""
+    rng = np.random.default_rng(7)
+    targets = rng.random((60, 4)) < 0.3
+    scores = rng.integers(0, 12, (60, 4)).astype(np.float32) / 8  # 0.125 steps: many ties
+    return targets, scores
+
+
+RANKING = {
+    "average_precision": lambda t, s: M.average_precision(t[:, 0], s[:, 0]),
+    "average_precision, 11point": lambda t, s: M.average_precision(
+        t[:, 1], s[:, 1], interpolation="11point"
+    ),
+    "average_precision, all_point": lambda t, s: M.average_precision(
+        t[:, 2], s[:, 2], interpolation="all_point"
+    ),
+    "mean_average_precision": M.mean_average_precision,
+    "calibrated_average_precision": M.calibrated_average_precision,
+    "precision_recall_curve": lambda t, s: M.precision_recall_curve(t[:, 3], s[:, 3]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RANKING))
+def test_x64_ranking_of_float64_scores(name):
+    """float64 scores (``jnp.array`` of Python floats under x64) rank as their float32 values
+    when those are exact: ties included (the CPU kernel packed their 64-bit keys into 32-bit
+    words, and the curve's tie groups read the keys' low 32 bits, equal for 0.5 and 0.25)."""
+    targets, scores = _ranking_inputs()
+    want = RANKING[name](targets, scores)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        wide = jax.numpy.asarray(scores.astype(np.float64))
+        got = RANKING[name](jax.numpy.asarray(targets), wide)
+        jitted = jax.jit(RANKING[name])(jax.numpy.asarray(targets), wide)
+    leaves = jax.tree_util.tree_leaves
+    for out in (got, jitted):
+        for a, b in zip(leaves(out), leaves(want), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, equal_nan=True)
+
+
+def test_x64_float64_scores_apart_below_float32_stay_apart():
+    """0.5 + 1e-12 ranks above 0.5 in float64 (a tie in float32: AP 0.5, not 1)."""
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        scores = jax.numpy.array([0.5 + 1e-12, 0.5])
+        assert float(M.average_precision(jax.numpy.array([1, 0]), scores)) == 1.0
+        curve = M.precision_recall_curve(jax.numpy.array([1, 0]), scores)
+    assert np.asarray(curve.valid).tolist() == [True, True]
+    assert float(M.average_precision(np.array([1, 0]), np.array([0.5 + 1e-12, 0.5]))) == 0.5

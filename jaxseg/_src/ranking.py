@@ -259,7 +259,7 @@ def _cpu_sort_pieces(rows: int, n: int, metrics: int) -> int:
 class _Ranked(NamedTuple):
     """Rows sorted by decreasing score (invalid entries last)."""
 
-    key: jax.Array  # uint32 [R, N]: equal keys = tied scores (valid entries only)
+    key: jax.Array  # integer [R, N]: equal keys = tied scores (valid entries only)
     positive: jax.Array  # int32 [R, N] in {0, 1}; 0 for invalid entries
     valid: jax.Array  # bool [R, N]
 
@@ -269,7 +269,7 @@ RowValues = Callable[[_Ranked, jax.Array], tuple[jax.Array, ...]]  # per-row val
 
 
 def _row_keys(rows: Rows) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``rows()`` as ``[R, N]`` int32 keys, positive flags and validity."""
+    """``rows()`` as ``[R, N]`` keys (:func:`descending_keys`), positive flags and validity."""
     targets, scores, valid = rows()
     return descending_keys(scores).T, (targets & valid).T, valid.T
 
@@ -307,9 +307,11 @@ def _rank_grouped(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
     first pass instead of storing them for the ``cond``, which returns only per-row values.
     A three-operand sort of (validity, key, label) (:func:`_rank_sorted`); on CPU, where
     sorting one operand is several times faster, key and label packed into one word
-    (:func:`_rank_packed`). Both give the same groups and labels.
+    (:func:`_rank_packed`) for float32 scores. Both give the same groups and labels.
     """
     packed, general = (functools.partial(f, rows, row_values) for f in (_rank_packed, _rank_sorted))
+    if jax.eval_shape(rows)[1].dtype == jnp.float64:  # 64-bit keys: no room for the label
+        return general()
     return lax.platform_dependent(cpu=packed, default=general)
 
 
@@ -321,7 +323,7 @@ def _rank_sorted(rows: Rows, row_values: tuple[RowValues, ...]) -> tuple:
 
     def view(stored):
         inv, key, pos = stored
-        return _Ranked(key.astype(jnp.uint32), jnp.where(inv == 0, pos, 0), inv == 0)
+        return _Ranked(key, jnp.where(inv == 0, pos, 0), inv == 0)
 
     return _with_ties((stored,), view, row_values)
 
@@ -380,7 +382,7 @@ def _rank_stable(keys, positive, valid) -> _Ranked:
         (invalid, keys, positive.astype(jnp.int32)), num_keys=2, is_stable=True
     )
     sorted_valid = inv == 0
-    return _Ranked(key.astype(jnp.uint32), jnp.where(sorted_valid, pos, 0), sorted_valid)
+    return _Ranked(key, jnp.where(sorted_valid, pos, 0), sorted_valid)
 
 
 def _group_end(ranked: _Ranked) -> jax.Array:
@@ -632,7 +634,7 @@ def precision_recall_curve(
     inv, _, sorted_scores, pos = lax.sort(
         (invalid, descending_keys(scores), scores, positive), num_keys=2
     )
-    ranked = _Ranked(descending_keys(sorted_scores).astype(jnp.uint32), pos, inv == 0)
+    ranked = _Ranked(descending_keys(sorted_scores), pos, inv == 0)
     end = _group_end(ranked)
     index = lax.broadcasted_iota(jnp.int32, end.shape, 1)
     tp = cumulative_count(pos)
