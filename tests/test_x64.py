@@ -163,3 +163,27 @@ def test_x64_float64_scores_apart_below_float32_stay_apart():
         curve = M.precision_recall_curve(jax.numpy.array([1, 0]), scores)
     assert np.asarray(curve.valid).tolist() == [True, True]
     assert float(M.average_precision(np.array([1, 0]), np.array([0.5 + 1e-12, 0.5]))) == 0.5
+
+
+def test_x64_streaming_score_buffers_keep_float64_scores():
+    """The exact (capacity) modes store scores in float64 under x64: scores apart only in
+    float64 were scattered into float32 buffers (a warning, then a tie the batch metric
+    does not have)."""
+    import warnings
+
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jnp = jax.numpy
+        frames = streaming.frame_average_precision(num_classes=1, capacity=8)
+        state = frames.update(
+            frames.init(), jnp.array([[[1], [0]]]), jnp.array([[[0.5 + 1e-12], [0.5]]])
+        )
+        assert float(frames.compute(state)["map"]) == 1.0
+        boxes = (jnp.array([[[0.0, 1.0]], [[3.0, 5.0]]]), jnp.zeros((2, 1), int))
+        predicted = jnp.array([[[0.0, 2.0], [1.0, 2.0]], [[1.0, 2.0], [1.0, 2.0]]])
+        scores = jnp.array([[0.5, 0.5 + 1e-12], [0.5 + 1e-12, 0.5 + 1e-12]])
+        args = (*boxes, predicted, jnp.zeros((2, 2), int), scores)
+        detection = streaming.detection(num_classes=1, iou_thresholds=(0.5,), capacity=8)
+        got = detection.compute(detection.update(detection.init(), *args))["map"]
+        want = M.detection_average_precision(*args, num_classes=1, iou_thresholds=(0.5,)).mean
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -267,7 +267,7 @@ class FrameBufferState(NamedTuple):
     """Exact mode: the valid frames seen so far, in a fixed-capacity buffer."""
 
     targets: jax.Array  # bool [capacity, C]
-    scores: jax.Array  # float32 [capacity, C]
+    scores: jax.Array  # float [capacity, C] (:func:`_score_zeros`)
     stored: jax.Array  # int32 scalar: filled rows (<= capacity)
     seen: counting.Count  # valid frames seen (may exceed capacity)
 
@@ -277,6 +277,12 @@ class FrameHistogramState(NamedTuple):
 
     positives: counting.Count  # [C, B]
     negatives: counting.Count  # [C, B]
+
+
+def _score_zeros(shape) -> jax.Array:
+    """A buffer of stored scores: float64 with ``jax_enable_x64``, so that scores apart only
+    in float64 stay apart as in the batch metrics, float32 otherwise."""
+    return jnp.zeros(shape, jax.dtypes.canonicalize_dtype(jnp.float64))
 
 
 def _append(buffers, stored, rows, valid):
@@ -366,7 +372,7 @@ def _frame_buffer(num_classes, capacity, interpolation, scored):
     def init():
         return FrameBufferState(
             jnp.zeros((capacity, num_classes), bool),
-            jnp.zeros((capacity, num_classes), jnp.float32),
+            _score_zeros((capacity, num_classes)),
             jnp.zeros((), jnp.int32),
             counting.zeros(),
         )
@@ -470,7 +476,7 @@ class DetectionBufferState(NamedTuple):
     """Exact mode: matched predictions (label, score, TP per threshold) and GT counts."""
 
     labels: jax.Array  # int32 [capacity]; num_classes = empty
-    scores: jax.Array  # float32 [capacity]
+    scores: jax.Array  # float [capacity] (:func:`_score_zeros`)
     true_positive: jax.Array  # bool [capacity, K]
     stored: jax.Array  # int32 scalar
     seen: counting.Count  # valid predictions seen
@@ -525,7 +531,7 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
     def init():
         return DetectionBufferState(
             jnp.full((capacity,), num_classes, jnp.int32),
-            jnp.zeros((capacity,), jnp.float32),
+            _score_zeros((capacity,)),
             jnp.zeros((capacity, num_k), bool),
             jnp.zeros((), jnp.int32),
             counting.zeros(),
