@@ -187,3 +187,20 @@ def test_x64_streaming_score_buffers_keep_float64_scores():
         got = detection.compute(detection.update(detection.init(), *args))["map"]
         want = M.detection_average_precision(*args, num_classes=1, iou_thresholds=(0.5,)).mean
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_x64_permutation_test_draws_the_same_swaps():
+    """The same key gives the same p-value with x64 (its coin flips drew float64 uniforms)."""
+    a = np.array([0.9, 0.8, 0.95, 0.85, 0.9, 0.8, 0.7, 0.92], np.float32)
+    b = a - np.float32(0.05) * np.arange(8, dtype=np.float32) % 3
+
+    def mean(x, w):
+        return stats.weighted_sum(x, w) / stats.weighted_sum(np.ones_like(x), w)
+
+    def p_value():
+        key = jax.random.key(0)
+        return float(stats.permutation_test(a, b, mean, key=key, num_samples=199).p_value)
+
+    want = p_value()
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        assert p_value() == want

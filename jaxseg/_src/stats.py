@@ -583,8 +583,11 @@ def permutation_test(
         )
 
     observed = permuted(jnp.zeros(n, jnp.int32))
+    # A float32 probability: with a Python 0.5 the draw compares float64 uniforms under
+    # jax_enable_x64, and the same key gave other swaps.
+    half = jnp.float32(0.5)
     flips = jax.lax.map(
-        lambda k: permuted(jax.random.bernoulli(k, 0.5, (n,)).astype(jnp.int32)),
+        lambda k: permuted(jax.random.bernoulli(k, half, (n,)).astype(jnp.int32)),
         jax.random.split(key, num_samples),
         batch_size=min(batch_size, num_samples),
     )
