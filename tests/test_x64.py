@@ -15,9 +15,9 @@ import jax
 import numpy as np
 import pytest
 
+from jaxseg import losses, stats, streaming
 from jaxseg import metrics as M
 from jaxseg import segments as S
-from jaxseg import stats, streaming
 
 
 def _batch():
@@ -204,3 +204,23 @@ def test_x64_permutation_test_draws_the_same_swaps():
     want = p_value()
     with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
         assert p_value() == want
+
+
+def test_x64_hungarian_matching_of_integer_tables_beyond_float32():
+    """Integer tables are exact to 2**53 under x64, as documented (they went through float32
+    first: 2**25 + 1 and 2**25 + 2 were one number)."""
+    table = np.array([[2**25 + 1, 2**25 + 2], [2**25 + 2, 2**25 + 2]])
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        col_for_row, _ = M.hungarian_matching(jax.numpy.asarray(table))
+    assert np.asarray(col_for_row).tolist() == [1, 0]  # total 2**26 + 4, scipy's answer
+
+
+def test_x64_generalized_dice_loss_keeps_float32():
+    """float32 logits give a float32 loss under x64 (a Python 1.0 made it float64)."""
+    logits = np.random.default_rng(0).normal(size=(2, 6, 3)).astype(np.float32)
+    labels = np.array([[0, 0, 1, 1, 2, 2], [1, 1, 1, 0, 0, 2]], np.int32)
+    want = losses.generalized_dice_loss(logits, labels)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+        got = losses.generalized_dice_loss(logits, labels)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -243,7 +243,9 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
       Kuhn, The Hungarian method for the assignment problem, 1955. Crouse, On implementing 2D
       rectangular assignment algorithms, IEEE TAES 2016 (scipy's algorithm).
     """
-    table = checks.as_float("table", table, min_ndim=2)
+    # Integers straight to the matching's precision: through float32 they would round
+    # above 2**24.
+    table = checks.as_float("table", table, min_ndim=2, dtype=float_dtype())
     R, N = table.shape[-2:]
     batch = table.shape[:-2]
     num_rows = jnp.broadcast_to(jnp.asarray(R if num_rows is None else num_rows), batch)

@@ -91,11 +91,11 @@ def host_int32_labels(name: str, value) -> None:
         )
 
 
-def as_float(name: str, value, *, min_ndim: int = 0) -> jnp.ndarray:
-    """Returns ``value`` as a floating array (integers and bools are promoted to float32)."""
+def as_float(name: str, value, *, min_ndim: int = 0, dtype=jnp.float32) -> jnp.ndarray:
+    """Returns ``value`` as a floating array (integers and bools are converted to ``dtype``)."""
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.floating):
-        value = value.astype(jnp.float32)
+        value = value.astype(dtype)
     if value.ndim < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {value.shape}."

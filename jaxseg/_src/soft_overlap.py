@@ -267,7 +267,7 @@ def generalized_dice_loss(
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)
-        weights = safe_divide(1.0, target * target)
+        weights = safe_divide(jnp.ones_like(target), target * target)  # in the sums' dtype
         numerator = 2.0 * jnp.sum(weights * inter)
         denominator = jnp.sum(weights * (pred + target))
         return 1.0 - safe_divide(numerator + smooth, denominator + smooth, fill=1.0)
