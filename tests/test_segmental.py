@@ -908,3 +908,19 @@ def test_sequences_without_frames_score_as_wholly_masked_ones(name):
     got = fn(empty, empty, **options)
     want = fn(masked, masked, mask=np.zeros((2, 4), bool), **options)
     jax.tree.map(np.testing.assert_array_equal, got, want)
+
+
+def test_edit_score_is_the_correctly_rounded_reference_value():
+    """Every (L, D) with L <= 40 segments: the float32 edit score is MS-TCN's float64
+    ``1 - D / L`` rounded once (``1 - D / L`` in float32 rounds twice: 2/3 read 0.6666666)."""
+    pairs = [(n, d) for n in range(1, 41) for d in range(n + 1)]
+    targets = np.full((len(pairs), 40), -1, np.int32)
+    predictions = targets.copy()
+    for row, (n, d) in enumerate(pairs):
+        targets[row, :n] = np.arange(n)
+        predictions[row, :n] = np.arange(n) + np.where(np.arange(n) < d, 100, 0)
+    mask = targets >= 0
+    assert M.edit_distance(targets, predictions, mask=mask).tolist() == [d for _, d in pairs]
+    want = np.array([np.float32(1 - d / n) for n, d in pairs])
+    got = M.edit_score(targets, predictions, mask=mask)
+    np.testing.assert_array_equal(np.asarray(got), want)

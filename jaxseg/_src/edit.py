@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from jaxseg._src.numerics import count_set_bits
+from jaxseg._src.numerics import count_set_bits, safe_divide
 from jaxseg._src.segments import (
     WORD_BITS,
     PairWords,
@@ -140,11 +140,14 @@ def segment_edit_distance(target: Segments, prediction: Segments) -> jax.Array:
 
 
 def edit_score_from_distance(distance, n_target, n_prediction):
-    """``1 - distance / max(n_target, n_prediction)``, and 1 when both are 0."""
-    longest = jnp.maximum(n_target, n_prediction).astype(jnp.float32)
-    return jnp.where(
-        longest > 0, 1.0 - distance.astype(jnp.float32) / jnp.maximum(longest, 1.0), 1.0
-    )
+    """``1 - distance / max(n_target, n_prediction)``, and 1 when both are 0.
+
+    Computed as ``(longest - distance) / longest`` from the integers: one rounding, so the
+    float32 score is the correctly rounded value of MS-TCN's float64 one (``1 - D / L`` in
+    float32 rounds twice: 2/3 read 0.6666666).
+    """
+    longest = jnp.maximum(n_target, n_prediction)
+    return safe_divide((longest - distance).astype(jnp.float32), longest, 1.0)
 
 
 # Pattern rows per block and text entries per chunk of :func:`words_edit_distance`.
