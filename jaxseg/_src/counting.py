@@ -89,10 +89,11 @@ def to_integer(count: Count) -> jax.Array:
 
 
 def ratio(numerator: Count, denominator: Count, fill=jnp.nan) -> jax.Array:
-    """``numerator / denominator`` in float32, ``fill`` where the denominator is 0."""
-    from jaxseg._src.numerics import safe_divide
+    """``numerator / denominator`` in float32, ``fill`` where the denominator is 0; each
+    quotient correctly rounded for counts below 2**24 (``numerics.count_ratio``)."""
+    from jaxseg._src.numerics import count_ratio
 
-    return safe_divide(to_float(numerator), to_float(denominator), fill)
+    return count_ratio(to_float(numerator), to_float(denominator), fill)
 
 
 def to_int(count: Count) -> np.ndarray:

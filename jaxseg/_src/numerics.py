@@ -106,19 +106,25 @@ def popcount(words):
 
 
 def count_ratio(counts, totals, fill=0.0):
-    """float32 ``counts / totals`` of integer counts, each quotient correctly rounded, and
-    ``fill`` where a total is 0.
+    """``counts / totals``, each quotient correctly rounded, and ``fill`` where a total is 0:
+    integer counts (float32 quotients) or floats holding exact counts or sums (their dtype),
+    over totals of either kind.
 
     A total that is the same for every quotient (without a mask, the frames of a padded
-    batch) is one number to XLA, which divides by it as a product with its reciprocal (1 ulp
-    off: 9 / 10 read 0.90000004). Made to vary like the counts (also under ``jax.vmap``) and
-    put behind a barrier, the totals are divided quotient by quotient.
+    batch, the queries of a set) is one number to XLA, which divides by it as a product with
+    its reciprocal (1 ulp off: 9 / 10 read 0.90000004). Made to vary like the counts (also
+    under ``jax.vmap``) and put behind a barrier, the totals are divided quotient by quotient.
 
     >>> count_ratio(jnp.array([9, 9]), jnp.array(10)).tolist()
     [0.8999999761581421, 0.8999999761581421]
     """
-    totals = lax.optimization_barrier(totals + (counts & 0))
-    return safe_divide(counts.astype(jnp.float32), totals.astype(jnp.float32), fill)
+    counts = jnp.asarray(counts)
+    if jnp.issubdtype(counts.dtype, jnp.integer):
+        varying, counts = counts & 0, counts.astype(jnp.float32)
+    else:  # no integer trick on floats; isnan is False here, but XLA cannot know it
+        varying = jnp.isnan(counts).astype(jnp.asarray(totals).dtype)
+    totals = lax.optimization_barrier(totals + varying)
+    return safe_divide(counts, totals.astype(counts.dtype), fill)
 
 
 def count_set_bits(words):

@@ -20,6 +20,7 @@ import numpy as np
 from jaxseg._src import batching, binary64, checks
 from jaxseg._src.detection import static_iou_thresholds
 from jaxseg._src.grounding import query_inputs, union_iou
+from jaxseg._src.numerics import count_ratio
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
 
@@ -71,7 +72,7 @@ def budgets(num_videos, all_proposals, counts_with_targets, capacity, max_averag
 
 def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, dtype):
     """:class:`ProposalCurve` from recalled-target counts ``[T, J]`` (float ``dtype``)."""
-    recall = jnp.where(num_targets > 0, recalled.astype(dtype) / num_targets.astype(dtype), jnp.nan)
+    recall = count_ratio(recalled.astype(dtype), num_targets, jnp.nan)
     average = jnp.mean(recall, axis=0)
     per_video = binary64.to_float(pcn, dtype) * (total.astype(dtype) / num_videos.astype(dtype))
     nominal = jnp.arange(1, STEPS + 1, dtype=dtype) / STEPS

@@ -171,9 +171,8 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
         return TopKState(counting.add(state.correct, correct), counting.add(state.rows, rows))
 
     def compute(state):
-        rows = counting.to_float(state.rows)
         return {
-            "accuracy": safe_divide(counting.to_float(state.correct), rows, jnp.nan),
+            "accuracy": counting.ratio(state.correct, state.rows),
             "rows": counting.to_integer(state.rows),
         }
 
@@ -252,7 +251,7 @@ def retrieval(
         return {
             "recall": jnp.stack([mean((rank < kk).astype(jnp.float32)) for kk in ks]),
             "mean_reciprocal_rank": mean(1.0 / (rank + 1.0)),
-            "mean_rank": mean(rank) + 1.0,
+            "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
             "queries": counting.to_integer(state.rank_histogram).sum(),
         }

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import count_ratio
 from jaxseg._src.programs import one_program
 
 TIES = ("pessimistic", "optimistic", "average")
@@ -62,9 +62,9 @@ def _ranks(similarity, targets, mask, item_mask, ties):
 
 
 def _query_mean(values, valid):
+    """Mean of ``values`` over the valid queries (last axis), NaN for none."""
     total = jnp.sum(jnp.where(valid, values, 0.0), axis=-1)
-    count = jnp.sum(valid, axis=-1, dtype=jnp.int32).astype(jnp.float32)
-    return safe_divide(total, count, jnp.nan)
+    return count_ratio(total, jnp.sum(valid, axis=-1, dtype=jnp.int32), jnp.nan)
 
 
 @one_program
