@@ -3,8 +3,8 @@
 JAX sums integers into its default integer, int64 under x64: a count summed without a dtype
 then met an int32 one in a loop's carry or a conditional's branches, and most frame,
 segmental and unsupervised metrics raised ``TypeError`` (they ran only in 32 bits). Checked
-under JAX's standard dtype promotion, a user's default (the other tests run it strict, where
-x64 still meets int32 against int64 operands in places).
+under JAX's standard dtype promotion, a user's default, and under the strict one, where an
+``arange`` or a sum without a dtype (int64 under x64) met int32 operands and raised.
 """
 
 from __future__ import annotations
@@ -18,6 +18,13 @@ import pytest
 from jaxseg import losses, stats, streaming
 from jaxseg import metrics as M
 from jaxseg import segments as S
+
+
+@pytest.fixture(params=["standard", "strict"])
+def promotion(request):
+    """JAX's dtype promotion: a user's default, and the strict one (no implicit int32/int64
+    mixing, which x64 makes of every integer sum or ``arange`` without a dtype)."""
+    return request.param
 
 
 def _batch():
@@ -61,19 +68,19 @@ CALLS = {
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
-def test_x64_gives_the_32_bit_numbers(name):
+def test_x64_gives_the_32_bit_numbers(name, promotion):
     targets, predictions, mask = _batch()
     want = CALLS[name](targets, predictions, mask=mask)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         got = CALLS[name](targets, predictions, mask=mask)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, equal_nan=True)
 
 
-def test_x64_segments_of_masked_labels():
+def test_x64_segments_of_masked_labels(promotion):
     targets, _, mask = _batch()
     want = S.to_segments(targets, mask=mask)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         got = S.to_segments(targets, mask=mask)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
@@ -92,7 +99,7 @@ SEGMENTAL = {
 
 
 @pytest.mark.parametrize("name", sorted(SEGMENTAL))
-def test_x64_segmental_metrics_take_64_bit_labels_whole(name):
+def test_x64_segmental_metrics_take_64_bit_labels_whole(name, promotion):
     """JAX's default integer under x64 is int64 (``jnp.array([0, 1])``): the segmental metrics
     take it, and labels beyond int32 are compared whole, not wrapped onto a small label (2^33
     and 0 would be one label in 32 bits)."""
@@ -107,7 +114,7 @@ def test_x64_segmental_metrics_take_64_bit_labels_whole(name):
     want = call(0, targets, predictions)
     wide_t, wide_p = targets.astype(np.int64), predictions.astype(np.int64)
     big = 2**33  # in 32 bits, label 2^33 + c would be label c
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         small = call(0, jax.numpy.asarray(wide_t), jax.numpy.asarray(wide_p))
         shifted = call(big, jax.numpy.asarray(wide_t + big), jax.numpy.asarray(wide_p + big))
     leaves = jax.tree_util.tree_leaves
@@ -139,13 +146,13 @@ RANKING = {
 
 
 @pytest.mark.parametrize("name", sorted(RANKING))
-def test_x64_ranking_of_float64_scores(name):
+def test_x64_ranking_of_float64_scores(name, promotion):
     """float64 scores (``jnp.array`` of Python floats under x64) rank as their float32 values
     when those are exact: ties included (the CPU kernel packed their 64-bit keys into 32-bit
     words, and the curve's tie groups read the keys' low 32 bits, equal for 0.5 and 0.25)."""
     targets, scores = _ranking_inputs()
     want = RANKING[name](targets, scores)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         wide = jax.numpy.asarray(scores.astype(np.float64))
         got = RANKING[name](jax.numpy.asarray(targets), wide)
         jitted = jax.jit(RANKING[name])(jax.numpy.asarray(targets), wide)
@@ -155,9 +162,9 @@ def test_x64_ranking_of_float64_scores(name):
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, equal_nan=True)
 
 
-def test_x64_float64_scores_apart_below_float32_stay_apart():
+def test_x64_float64_scores_apart_below_float32_stay_apart(promotion):
     """0.5 + 1e-12 ranks above 0.5 in float64 (a tie in float32: AP 0.5, not 1)."""
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         scores = jax.numpy.array([0.5 + 1e-12, 0.5])
         assert float(M.average_precision(jax.numpy.array([1, 0]), scores)) == 1.0
         curve = M.precision_recall_curve(jax.numpy.array([1, 0]), scores)
@@ -165,13 +172,13 @@ def test_x64_float64_scores_apart_below_float32_stay_apart():
     assert float(M.average_precision(np.array([1, 0]), np.array([0.5 + 1e-12, 0.5]))) == 0.5
 
 
-def test_x64_streaming_score_buffers_keep_float64_scores():
+def test_x64_streaming_score_buffers_keep_float64_scores(promotion):
     """The exact (capacity) modes store scores in float64 under x64: scores apart only in
     float64 were scattered into float32 buffers (a warning, then a tie the batch metric
     does not have)."""
     import warnings
 
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"), warnings.catch_warnings():
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion), warnings.catch_warnings():
         warnings.simplefilter("error")
         jnp = jax.numpy
         frames = streaming.frame_average_precision(num_classes=1, capacity=8)
@@ -189,7 +196,7 @@ def test_x64_streaming_score_buffers_keep_float64_scores():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
 
 
-def test_x64_permutation_test_draws_the_same_swaps():
+def test_x64_permutation_test_draws_the_same_swaps(promotion):
     """The same key gives the same p-value with x64 (its coin flips drew float64 uniforms)."""
     a = np.array([0.9, 0.8, 0.95, 0.85, 0.9, 0.8, 0.7, 0.92], np.float32)
     b = a - np.float32(0.05) * np.arange(8, dtype=np.float32) % 3
@@ -202,25 +209,25 @@ def test_x64_permutation_test_draws_the_same_swaps():
         return float(stats.permutation_test(a, b, mean, key=key, num_samples=199).p_value)
 
     want = p_value()
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         assert p_value() == want
 
 
-def test_x64_hungarian_matching_of_integer_tables_beyond_float32():
+def test_x64_hungarian_matching_of_integer_tables_beyond_float32(promotion):
     """Integer tables are exact to 2**53 under x64, as documented (they went through float32
     first: 2**25 + 1 and 2**25 + 2 were one number)."""
     table = np.array([[2**25 + 1, 2**25 + 2], [2**25 + 2, 2**25 + 2]])
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         col_for_row, _ = M.hungarian_matching(jax.numpy.asarray(table))
     assert np.asarray(col_for_row).tolist() == [1, 0]  # total 2**26 + 4, scipy's answer
 
 
-def test_x64_generalized_dice_loss_keeps_float32():
+def test_x64_generalized_dice_loss_keeps_float32(promotion):
     """float32 logits give a float32 loss under x64 (a Python 1.0 made it float64)."""
     logits = np.random.default_rng(0).normal(size=(2, 6, 3)).astype(np.float32)
     labels = np.array([[0, 0, 1, 1, 2, 2], [1, 1, 1, 0, 0, 2]], np.int32)
     want = losses.generalized_dice_loss(logits, labels)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
         got = losses.generalized_dice_loss(logits, labels)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

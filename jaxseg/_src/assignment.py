@@ -57,8 +57,8 @@ def match_block(cost, num_rows, num_cols):
     oriented = jnp.where(transpose, square.T, square)
     live_rows = jnp.where(transpose, num_cols, num_rows)
     live_cols = jnp.where(transpose, num_rows, num_cols)
-    i = jnp.arange(S)[:, None]
-    j = jnp.arange(2 * S)[None, :]
+    i = jnp.arange(S, dtype=jnp.int32)[:, None]
+    j = jnp.arange(2 * S, dtype=jnp.int32)[None, :]
     padded = jnp.concatenate([oriented, jnp.zeros((S, S), cost.dtype)], axis=1)
     inside = (i < live_rows) & (j < live_cols)
     spare = (i >= live_rows) & (j >= S)
@@ -168,7 +168,7 @@ def _assign_row(cost, row, state):
     found = lax.while_loop(lambda search: search.sink < 0, step, start)
     min_value, path_costs = found.min_value, found.path_costs
     u = u.at[row].add(min_value)
-    others = found.scanned_rows & (jnp.arange(R) != row)
+    others = found.scanned_rows & (jnp.arange(R, dtype=jnp.int32) != row)
     u = jnp.where(others, u + (min_value - path_costs[jnp.maximum(col4row, 0)]), u)
     v = jnp.where(found.scanned_columns, v - (min_value - path_costs), v)
 

@@ -83,7 +83,7 @@ def to_integer(count: Count) -> jax.Array:
     """
     count = normalize(count)
     if jax.dtypes.canonicalize_dtype(jnp.int64) == jnp.int64:
-        return (count.high.astype(jnp.int64) << LOW_BITS) + count.low
+        return (count.high.astype(jnp.int64) << LOW_BITS) + count.low.astype(jnp.int64)
     fits = count.high < (1 << (31 - LOW_BITS))
     return jnp.where(fits, (count.high << LOW_BITS) + count.low, -1)
 

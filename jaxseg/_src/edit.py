@@ -86,7 +86,7 @@ def _levenshtein_bits(pattern, n_pattern, text, n_text):
     """Levenshtein distance of ``pattern[:n_pattern]`` and ``text[:n_text]`` (one pair)."""
     words = -(-pattern.shape[-1] // WORD_BITS)
     pattern = jnp.pad(pattern, (0, words * WORD_BITS - pattern.shape[-1]))
-    in_pattern = jnp.arange(words * WORD_BITS) < n_pattern
+    in_pattern = jnp.arange(words * WORD_BITS, dtype=jnp.int32) < n_pattern
     last = jnp.maximum(n_pattern, 1) - 1
     top_word, top_bit = last // WORD_BITS, (last % WORD_BITS).astype(jnp.uint32)
 
@@ -166,7 +166,7 @@ def _pattern_block(pattern, m, rows0, text, nt, hin, *, block: int):
     with horizontal deltas in (``hin``: bits of +1 and -1 per text entry, from the block
     above) and out (the same at the block's last row)."""
     words = -(-block // WORD_BITS)
-    valid = rows0 + jnp.arange(block) < m
+    valid = rows0 + jnp.arange(block, dtype=jnp.int32) < m
     last = jnp.minimum(m - rows0, block) - 1
     chunk_words = _TEXT_CHUNK // WORD_BITS
 
@@ -182,10 +182,14 @@ def _pattern_block(pattern, m, rows0, text, nt, hin, *, block: int):
             hin_pos, hin_neg = _bit(in_pos, k), _bit(in_neg, k)
             eq = pack_bits((pattern == labels[k]) & valid)
             xv = eq | mv
-            eq = eq | jnp.where(jnp.arange(words) == 0, hin_neg, 0).astype(jnp.uint32)
+            eq = eq | jnp.where(jnp.arange(words, dtype=jnp.int32) == 0, hin_neg, 0).astype(
+                jnp.uint32
+            )
             xh = (_add(eq & pv, pv) ^ pv) | eq
             ph, mh = mv | ~(xh | pv), pv & xh
-            at = jnp.where(jnp.arange(chunk_words) == k // WORD_BITS, k % WORD_BITS, WORD_BITS)
+            at = jnp.where(
+                jnp.arange(chunk_words, dtype=jnp.int32) == k // WORD_BITS, k % WORD_BITS, WORD_BITS
+            )
             out_pos = out_pos | (_bit(ph, last) << at.astype(jnp.uint32))
             out_neg = out_neg | (_bit(mh, last) << at.astype(jnp.uint32))
             ph, mh = _shift_up(ph, hin_pos), _shift_up(mh, hin_neg)

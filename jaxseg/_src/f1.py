@@ -89,7 +89,7 @@ def match_candidates(
     return Candidates(
         jnp.clip(owner, 0, prediction_capacity - 1),
         jnp.clip(other, 0, target_capacity - 1),
-        jnp.arange(capacity) < count,
+        jnp.arange(capacity, dtype=jnp.int32) < count,
         count,
     )
 
@@ -192,7 +192,7 @@ def _inclusive_scan(combine, rows, levels):
         step = jnp.left_shift(1, k)
         earlier = jax.tree_util.tree_map(lambda x: jnp.roll(x, step, axis=0), rows)
         combined = combine(earlier, rows)
-        has_earlier = jnp.arange(size) >= step
+        has_earlier = jnp.arange(size, dtype=jnp.int32) >= step
         return jax.tree_util.tree_map(lambda x, c: jnp.where(has_earlier, c, x), rows, combined)
 
     return lax.fori_loop(0, levels, level, rows)

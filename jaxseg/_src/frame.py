@@ -254,8 +254,10 @@ def sum_over_runs(targets, predictions, mask, cells_of, size: int):
     starts, valid = _in_pieces(starts, pieces), _in_pieces(valid, pieces)
     runs, total, is_prefix = jax.vmap(_piece_runs)(starts, valid)
     gaps = any_example(~is_prefix)
-    row = jnp.arange(starts.shape[0]) // pieces
-    first_frame = jnp.arange(starts.shape[0]) % pieces * (starts.shape[-1] * WORD_BITS)
+    row = jnp.arange(starts.shape[0], dtype=jnp.int32) // pieces
+    first_frame = (
+        jnp.arange(starts.shape[0], dtype=jnp.int32) % pieces * (starts.shape[-1] * WORD_BITS)
+    )
     step_rows = rows_per_step(starts.shape[0])
 
     def step(i, sums):

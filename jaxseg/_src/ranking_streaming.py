@@ -294,7 +294,7 @@ def _append(buffers, stored, rows, valid):
 
 
 def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState:
-    valid = jnp.arange(b.targets.shape[0]) < b.stored
+    valid = jnp.arange(b.targets.shape[0], dtype=jnp.int32) < b.stored
     (targets, scores), stored = _append(
         (a.targets, a.scores), a.stored, (b.targets, b.scores), valid
     )
@@ -383,7 +383,7 @@ def _frame_buffer(num_classes, capacity, interpolation, scored):
         return FrameBufferState(t, s, stored, counting.add(state.seen, _total(valid)))
 
     def compute(state):
-        stored = jnp.arange(capacity)[:, None] < state.stored
+        stored = jnp.arange(capacity, dtype=jnp.int32)[:, None] < state.stored
         valid = jnp.broadcast_to(stored, (capacity, num_classes))
         frames = counting.to_float(state.seen)
         rows = lambda: (state.targets, state.scores, valid)  # noqa: E731
@@ -547,7 +547,9 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         seen = counting.merge(a.seen, b.seen)
         num_positives = counting.merge(a.num_positives, b.num_positives)
         rows = (b.labels, b.scores, b.true_positive)
-        return _append_matches(a, rows, jnp.arange(capacity) < b.stored, seen, num_positives)
+        return _append_matches(
+            a, rows, jnp.arange(capacity, dtype=jnp.int32) < b.stored, seen, num_positives
+        )
 
     def compute(state):
         npos = jnp.round(counting.to_float(state.num_positives)).astype(jnp.int32)

@@ -45,7 +45,7 @@ def run_length_segments(labels, n, *, background: tuple[int, ...], capacity: int
     count = jnp.sum(kept, dtype=jnp.int32)
     slot = jnp.where(kept, jnp.cumsum(kept, dtype=jnp.int32) - 1, capacity)
     table = jnp.zeros((capacity,), jnp.int32)
-    in_table = jnp.arange(capacity) < count
+    in_table = jnp.arange(capacity, dtype=jnp.int32) < count
     return Segments(
         jnp.where(in_table, table.at[slot].set(run_labels, mode="drop"), -1),
         table.at[slot].set(starts, mode="drop"),
@@ -104,7 +104,7 @@ def greedy_match_counts(target: Segments, prediction: Segments, thresholds):
         return used.at[:, best].set(used[:, best] | hit), hit
 
     used = jnp.zeros((len(thresholds), target.labels.shape[-1] + 1), bool)
-    _, hits = lax.scan(visit, used, jnp.arange(prediction.labels.shape[-1]))
+    _, hits = lax.scan(visit, used, jnp.arange(prediction.labels.shape[-1], dtype=jnp.int32))
     tp = jnp.sum(hits, axis=0, dtype=jnp.int32)
     return tp, prediction.count - tp, target.count - tp
 
@@ -126,7 +126,9 @@ def sequence_statistics(
       ``(frames, correct, edit_distance, target_segments, predicted_segments, tp, fp, fn,
       overflow)`` as :class:`jaxseg._src.segmentation.SegmentationStatistics` holds them.
     """
-    correct = jnp.sum((targets == predictions) & (jnp.arange(targets.shape[-1]) < n))
+    correct = jnp.sum(
+        (targets == predictions) & (jnp.arange(targets.shape[-1], dtype=jnp.int32) < n)
+    )
     target = run_length_segments(targets, n, background=background, capacity=target_capacity)
     prediction = run_length_segments(
         predictions, n, background=background, capacity=prediction_capacity

@@ -63,7 +63,7 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
     lengths = jnp.asarray(lengths)
     if not jnp.issubdtype(lengths.dtype, jnp.integer):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}.")
-    return jnp.arange(T).reshape((1,) * lengths.ndim + (T,)) < lengths[..., None]
+    return jnp.arange(T, dtype=jnp.int32).reshape((1,) * lengths.ndim + (T,)) < lengths[..., None]
 
 
 # ------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def pack_frame_flags(flag_fn, arrays):
 
 def unpack_bits(words, T: int):
     """bool ``[T]`` from uint32 ``[word_count(T)]`` words, the inverse of :func:`pack_bits`."""
-    frames = jnp.arange(T)
+    frames = jnp.arange(T, dtype=jnp.int32)
     bits = words[frames // WORD_BITS] >> (frames % WORD_BITS).astype(jnp.uint32)
     return (bits & 1).astype(jnp.bool_)
 
@@ -163,7 +163,9 @@ def representable(background: tuple[int, ...], dtype) -> tuple[int, ...]:
 
 def valid_words(n, words: int):
     """uint32 ``[words]``: bit ``b`` of word ``w`` is set iff frame ``32 w + b < n``."""
-    remaining = jnp.clip(n - WORD_BITS * jnp.arange(words), 0, WORD_BITS).astype(jnp.uint32)
+    remaining = jnp.clip(n - WORD_BITS * jnp.arange(words, dtype=jnp.int32), 0, WORD_BITS).astype(
+        jnp.uint32
+    )
     return jnp.where(remaining == WORD_BITS, _ALL_ONES, (jnp.uint32(1) << remaining) - 1)
 
 
@@ -171,7 +173,9 @@ def _frame_bit(frame, words: int):
     """uint32 ``[words]`` with only the bit of ``frame`` set (none if ``frame < 0``)."""
     frame = jnp.asarray(frame, jnp.int32)
     bit = jnp.uint32(1) << (jnp.maximum(frame, 0) % WORD_BITS).astype(jnp.uint32)
-    return jnp.where((jnp.arange(words) == frame // WORD_BITS) & (frame >= 0), bit, 0)
+    return jnp.where(
+        (jnp.arange(words, dtype=jnp.int32) == frame // WORD_BITS) & (frame >= 0), bit, 0
+    )
 
 
 def _next_frame(words):
@@ -517,7 +521,7 @@ def select_runs(run_starts: IndexedBits, n, capacity: int):
     """``(starts, ends, count)`` of the first ``capacity`` runs of a sequence of ``n`` frames
     whose runs tile it (each ends where the next starts), from their bit-packed starts."""
     starts, count = select_bits(run_starts, capacity + 1)
-    ends = jnp.where(jnp.arange(1, capacity + 1) < count, starts[1:], n)
+    ends = jnp.where(jnp.arange(1, capacity + 1, dtype=jnp.int32) < count, starts[1:], n)
     return starts[:-1], ends, count
 
 
@@ -539,7 +543,7 @@ def rank_bits(bits: IndexedBits, frames):
 
 
 def _table(labels, starts, ends, count, capacity) -> Segments:
-    valid = jnp.arange(capacity) < count
+    valid = jnp.arange(capacity, dtype=jnp.int32) < count
     if labels.shape[-1] == 0:
         labels = jnp.zeros((1,), labels.dtype)
     # In int32 before the -1 of empty rows, which an unsigned dtype would wrap (255 in uint8).

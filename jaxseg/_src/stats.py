@@ -283,7 +283,7 @@ def _interval(estimate, replicates, jackknife, confidence, method):
 def _leave_one_out(statistics, metric_fn, n):
     """Jackknife values ``[N, ...]``: the metric without video i (weights 1 - e_i)."""
     return jax.vmap(lambda i: metric_fn(statistics, 1 - jax.nn.one_hot(i, n, dtype=jnp.int32)))(
-        jnp.arange(n)
+        jnp.arange(n, dtype=jnp.int32)
     )
 
 

@@ -115,7 +115,7 @@ def frame_metrics(*, num_classes: int, ignore_index=None) -> Accumulator:
         mask = checks.without_ignored(targets, checks.as_mask(mask, targets.shape), ignore_index)
         confusion = pooled_confusion(targets, predictions, mask, num_classes)
         frames = targets.size if mask is None else jnp.sum(mask, dtype=jnp.int32)
-        outside = frames - jnp.sum(confusion)
+        outside = frames - jnp.sum(confusion, dtype=jnp.int32)
         return FrameState(
             counting.add_sum(state.confusion, confusion, axis=()),
             counting.add(state.out_of_range, outside),

@@ -237,8 +237,8 @@ def _matched_counts(table, class_cluster):
     matched = class_cluster >= 0
     column = jnp.maximum(class_cluster, 0)
     tp = jnp.where(matched, jnp.take_along_axis(table, column[:, None], axis=1)[:, 0], 0)
-    predicted = jnp.where(matched, jnp.sum(table, axis=0)[column], 0)
-    return tp, jnp.sum(table, axis=1) + predicted - tp
+    predicted = jnp.where(matched, jnp.sum(table, axis=0, dtype=table.dtype)[column], 0)
+    return tp, jnp.sum(table, axis=1, dtype=table.dtype) + predicted - tp
 
 
 # ------------------------------------------------------------------------------------------
@@ -261,7 +261,9 @@ def cte_matching(table, background: bool):
     votes = jnp.zeros((S, S), float_dtype())
     votes = votes.at[:G, :Q].set(table[row_order][:, col_order].astype(votes.dtype))
     col_label = (
-        jnp.full(S, -1, jnp.int32).at[:Q].set(jnp.where(jnp.arange(Q) < n_cols, col_order, -1))
+        jnp.full(S, -1, jnp.int32)
+        .at[:Q]
+        .set(jnp.where(jnp.arange(Q, dtype=jnp.int32) < n_cols, col_order, -1))
     )
     raw = jnp.zeros(Q, jnp.bool_)
     bg = jnp.asarray(False)
@@ -269,7 +271,7 @@ def cte_matching(table, background: bool):
         # Label -1 sorts first: when present it is row 0 / column 0 of the compacted table.
         bg = table[0].sum() > 0
         pred_bg = table[:, 0].sum() > 0
-        first = jnp.arange(S) == 0
+        first = jnp.arange(S, dtype=jnp.int32) == 0
         votes = jnp.where(bg & (first[:, None] | (pred_bg & first[None, :])), 0.0, votes)
         forced = jnp.where(pred_bg, 0, size - 1)
         votes = votes.at[0, forced].set(
@@ -281,7 +283,9 @@ def cte_matching(table, background: bool):
         raw = raw.at[jnp.maximum(last, 0)].set(relabel & (last >= 0))
         col_label = col_label.at[size - 1].set(jnp.where(relabel, 0, last))
     col_for_row, _ = match_block(-votes, size, size)
-    matched = jnp.where(jnp.arange(S) < n_rows, col_label[jnp.maximum(col_for_row, 0)], -1)
+    matched = jnp.where(
+        jnp.arange(S, dtype=jnp.int32) < n_rows, col_label[jnp.maximum(col_for_row, 0)], -1
+    )
     class_cluster = jnp.full(G, -1, jnp.int32).at[row_order].set(matched[:G])
     cluster_class = jnp.full(Q + 1, -1, jnp.int32)
     cluster_class = cluster_class.at[jnp.where(class_cluster >= 0, class_cluster, Q)].set(
@@ -294,13 +298,13 @@ def _cte_frame_scores(table, class_cluster, bg):
     """CTE's MoF and IoU, with and without the background class (float32 scalars)."""
     f = float_dtype()
     tp, union = _matched_counts(table, class_cluster)
-    support = jnp.sum(table, axis=1)
+    support = jnp.sum(table, axis=1, dtype=table.dtype)
     present = support > 0
-    foreground = present & ~((jnp.arange(table.shape[0]) == 0) & bg)
+    foreground = present & ~((jnp.arange(table.shape[0], dtype=jnp.int32) == 0) & bg)
     frames = jnp.sum(support).astype(f)
     background_frames = jnp.where(bg, support[0], 0).astype(f)
     iou = safe_divide(tp.astype(f), union.astype(f), 0.0)
-    classes = (jnp.sum(present) - bg.astype(jnp.int32)).astype(f)
+    classes = (jnp.sum(present, dtype=jnp.int32) - bg.astype(jnp.int32)).astype(f)
     return {
         "mof": safe_divide(
             jnp.sum(jnp.where(foreground, tp, 0)).astype(f), frames - background_frames, jnp.nan
@@ -322,7 +326,7 @@ def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
     columns = jnp.stack([keep, correct], 1).astype(jnp.int32)
     sums = run_sums(columns, run, N)
     n_runs = jnp.sum(start, dtype=jnp.int32)
-    counted = jnp.arange(N) < n_runs - 1  # the last run is never added
+    counted = jnp.arange(N, dtype=jnp.int32) < n_runs - 1  # the last run is never added
     fraction = safe_divide(sums[:, 1].astype(f), sums[:, 0].astype(f), 0.0)
     correct_runs = jnp.sum(jnp.where(counted, fraction, 0.0))
     n_runs = (n_runs - 1).astype(f)
@@ -471,7 +475,9 @@ def _asot_f1(rows, cols, keep, class_cluster, classes, videos):
     sums = own + extra
     p = safe_divide(sums[:, 1].astype(f), sums[:, 0].astype(f), 0.0)
     n_runs = jnp.sum(start, dtype=jnp.int32)
-    expected_hits = jnp.sum(jnp.where(jnp.arange(N) < n_runs, majority_probability(p), 0.0))
+    expected_hits = jnp.sum(
+        jnp.where(jnp.arange(N, dtype=jnp.int32) < n_runs, majority_probability(p), 0.0)
+    )
     n_runs = n_runs.astype(f)
     # ASOT: precision = hits / (V * classes * 50), recall = hits / (runs * 50 + 1e-8).
     precision, recall, f1 = _f1(
@@ -592,7 +598,7 @@ def finch_matching(table):
     W = max(G, Q)
     shift_off = (jnp.sum(table[0]) == 0).astype(jnp.int32)  # column j <-> table row j + off
     col_order, n_clusters = compact_labels(jnp.sum(table, axis=0) > 0)
-    top = jnp.max(jnp.where(jnp.sum(table, axis=1) > 0, jnp.arange(G), 0))
+    top = jnp.max(jnp.where(jnp.sum(table, axis=1) > 0, jnp.arange(G, dtype=jnp.int32), 0))
     width = jnp.maximum(n_clusters, top - shift_off + 1)
     padded = jnp.zeros((W + 1, Q), jnp.int32).at[:G].set(table)
     by_value = lax.dynamic_slice_in_dim(padded, shift_off, W, axis=0)  # [W, Q]
@@ -601,7 +607,9 @@ def finch_matching(table):
     live = label_for_cluster >= 0
     column = jnp.where(live, label_for_cluster, W)
     clusters = by_value[:, col_order]  # [W, Q] (value, compact cluster)
-    tp_of_cluster = jnp.where(live, clusters[jnp.minimum(column, W - 1), jnp.arange(Q)], 0)
+    tp_of_cluster = jnp.where(
+        live, clusters[jnp.minimum(column, W - 1), jnp.arange(Q, dtype=jnp.int32)], 0
+    )
     label_tp = jnp.zeros(W, jnp.int32).at[column].add(tp_of_cluster, mode="drop")
     sizes = jnp.where(live, jnp.sum(clusters, axis=0, dtype=jnp.int32), 0)
     label_predicted = jnp.zeros(W, jnp.int32).at[column].add(sizes, mode="drop")
