@@ -97,3 +97,25 @@ def test_compare_needs_the_same_videos(tmp_path, capsys):
         f"jaxseg: error: {truth}: 2 ground-truth file(s) without prediction in "
         f"{predictions_b}: video_01, video_02 (use --split to evaluate a subset)\n"
     )
+
+
+def test_compare_names_each_file_left_out_once(tmp_path, capsys):
+    """A ground-truth file that is no label file by its name is left out for both models
+    and named once on stderr; a README in one model's folder is named too."""
+    videos = random_videos(25, 4, len(NAMES))
+    truth, predictions_a = write_dataset(tmp_path, videos, NAMES)
+    predictions_b = tmp_path / "model_b"
+    predictions_b.mkdir()
+    for name, (_, prediction) in videos.items():
+        write_labels(predictions_b / name, prediction, NAMES, "mstcn")
+    (truth / "video_09.mp4").write_text("SIL\n")
+    (predictions_b / "README.md").write_text("notes\n")
+    code = main(["compare", *map(str, (truth, predictions_a, predictions_b)), "--samples", "100",
+                 "--format", "json"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0 and len(json.loads(out)["comparison"]) == len(COLUMNS)
+    assert err == (
+        "jaxseg: note: 2 file(s) not read, with no counterpart in the other folder and not "
+        "named like a label file (no suffix, .txt or .npy): "
+        f"{truth / 'video_09.mp4'}, {predictions_b / 'README.md'}\n"
+    )

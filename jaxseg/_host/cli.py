@@ -348,10 +348,13 @@ def _ground_truth_folder(path: str) -> Path:
     return folder / "groundTruth" if (folder / "groundTruth").is_dir() else folder
 
 
-def _read(ground_truth: Path, predictions: Path, args, mapping=None) -> SegmentationDataset:
+def _read(
+    ground_truth: Path, predictions: Path, args, mapping=None, *, note=True
+) -> SegmentationDataset:
     """Reads a dataset with a progress bar, and loads JAX meanwhile: before JAX is imported
     (the first read), two forked processes read the files (a process running JAX's threads
-    must not fork). A broken mapping is reported before any label."""
+    must not fork). A broken mapping is reported before any label; with ``note``, the files
+    left out are named after the read (:func:`note_other_files`)."""
     finish = start_loading(
         ground_truth,
         predictions,
@@ -363,17 +366,18 @@ def _read(ground_truth: Path, predictions: Path, args, mapping=None) -> Segmenta
     reading = Progress(f"reading {predictions.name}", enabled=not args.quiet)
     dataset = finish(reading)
     reading.close()
-    note_other_files(ground_truth, predictions, args)
+    if note:
+        note_other_files(ground_truth, [predictions], args)
     return dataset
 
 
-def note_other_files(ground_truth: Path, predictions: Path, args) -> None:
-    """Names on stderr the files left out as no label files (without ``--split``): a video
-    whose name holds a dot (``x.y``) and that has no prediction would otherwise be left out
-    unseen."""
+def note_other_files(ground_truth: Path, predictions: Sequence[Path], args) -> None:
+    """Names on stderr, once each, the files left out as no label files (without ``--split``)
+    next to the prediction folders: a video whose name holds a dot (``x.y``) and that has no
+    prediction would otherwise be left out unseen."""
     if args.split is not None or args.quiet:
         return
-    left = other_files(ground_truth, predictions)
+    left = sorted({path for folder in predictions for path in other_files(ground_truth, folder)})
     if left:
         print(
             f"jaxseg: note: {len(left)} file(s) not read, with no counterpart in the other "
@@ -745,8 +749,9 @@ def _run_compare(args) -> int:
 
     reports.check_output(args.output)
     ground_truth = _ground_truth_folder(args.ground_truth)
-    dataset_a = _read(ground_truth, Path(args.predictions_a), args)
-    dataset_b = _read(ground_truth, Path(args.predictions_b), args)
+    folders = [Path(args.predictions_a), Path(args.predictions_b)]
+    dataset_a, dataset_b = (_read(ground_truth, folder, args, note=False) for folder in folders)
+    note_other_files(ground_truth, folders, args)
     background = _background_indices(args.background, dataset_a.class_names)
     iou_thresholds = tuple(dict.fromkeys(args.iou_thresholds))
     statistics = [

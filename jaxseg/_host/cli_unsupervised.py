@@ -120,7 +120,7 @@ def load(args):
     )
     from jaxseg._host.cli import note_other_files
 
-    note_other_files(truth, Path(args.predictions), args)
+    note_other_files(truth, [Path(args.predictions)], args)
     targets, predictions = [], []
     for name, truth_file, prediction_file in videos:
         target = read_labels(truth_file, index)
