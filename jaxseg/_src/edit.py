@@ -169,6 +169,8 @@ def _pattern_block(pattern, m, rows0, text, nt, hin, *, block: int):
     valid = rows0 + jnp.arange(block, dtype=jnp.int32) < m
     last = jnp.minimum(m - rows0, block) - 1
     chunk_words = _TEXT_CHUNK // WORD_BITS
+    first_word = jnp.arange(words, dtype=jnp.int32) == 0
+    chunk_word = jnp.arange(chunk_words, dtype=jnp.int32)
 
     def one_chunk(c, state):
         pv, mv, h_pos, h_neg = state
@@ -182,14 +184,10 @@ def _pattern_block(pattern, m, rows0, text, nt, hin, *, block: int):
             hin_pos, hin_neg = _bit(in_pos, k), _bit(in_neg, k)
             eq = pack_bits((pattern == labels[k]) & valid)
             xv = eq | mv
-            eq = eq | jnp.where(jnp.arange(words, dtype=jnp.int32) == 0, hin_neg, 0).astype(
-                jnp.uint32
-            )
+            eq = eq | jnp.where(first_word, hin_neg, 0).astype(jnp.uint32)
             xh = (_add(eq & pv, pv) ^ pv) | eq
             ph, mh = mv | ~(xh | pv), pv & xh
-            at = jnp.where(
-                jnp.arange(chunk_words, dtype=jnp.int32) == k // WORD_BITS, k % WORD_BITS, WORD_BITS
-            )
+            at = jnp.where(chunk_word == k // WORD_BITS, k % WORD_BITS, WORD_BITS)
             out_pos = out_pos | (_bit(ph, last) << at.astype(jnp.uint32))
             out_neg = out_neg | (_bit(mh, last) << at.astype(jnp.uint32))
             ph, mh = _shift_up(ph, hin_pos), _shift_up(mh, hin_neg)
