@@ -9,6 +9,7 @@ Ratios are float64; counts are Python/numpy integers. Speed is irrelevant here, 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -173,6 +174,23 @@ def segmental_counts(
 def ratio_or_zero(numerator, denominator) -> float:
     """``numerator / denominator`` and 0.0 for 0/0 (MS-TCN's nan_to_num)."""
     return 0.0 if denominator == 0 else numerator / denominator
+
+
+def correctly_rounded_float32(numerator: int, denominator: int) -> np.float32:
+    """The float32 nearest to the exact rational ``numerator / denominator`` (ties to the
+    even mantissa), chosen among the neighbours of a close float32 by exact comparison."""
+    exact = Fraction(numerator, denominator)
+    guess = np.float32(float(exact))
+    candidates = [
+        np.nextafter(guess, np.float32(-np.inf)),
+        guess,
+        np.nextafter(guess, np.float32(np.inf)),
+    ]
+
+    def key(c):
+        return abs(Fraction(float(c)) - exact), int(np.float32(c).view(np.int32)) & 1
+
+    return min(candidates, key=key)
 
 
 def segmental_scores(tp, fp, fn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

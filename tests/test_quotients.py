@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _reference import correctly_rounded_float32
 
 from jaxseg import metrics as M
 from jaxseg import streaming as S
+from jaxseg._src.numerics import integer_ratio
 
 
 def _exact(numerator, denominator) -> np.float32:
@@ -121,3 +123,130 @@ def test_quotients_of_counts_are_correctly_rounded(name):
     compute, numerators, denominator = CASES[name]
     want = np.vectorize(_exact)(np.asarray(numerators, np.float64), denominator)
     np.testing.assert_array_equal(np.asarray(compute()), want.astype(np.float32))
+
+
+# ------------------------------------------------------------------------------------------
+# Counts past 2**24, where float32 rounds the counts themselves: 8,500,000 correct frames of
+# 17,000,001 read 0.5 as float32(count) / float32(count); the exact quotient is 0.49999997.
+
+
+def _words(values):
+    values = [int(v) for v in values]
+    return (
+        np.array([v >> 32 for v in values], np.uint32),
+        np.array([v & 0xFFFFFFFF for v in values], np.uint32),
+    )
+
+
+def test_integer_ratio_is_correctly_rounded_for_counts_up_to_2_51():
+    rng = np.random.default_rng(7)
+    bits_n, bits_d = rng.integers(0, 52, 3000), rng.integers(0, 52, 3000)
+    numerators = [int(rng.integers(0, 2 ** int(b) + 1)) for b in bits_n]
+    denominators = [int(rng.integers(1, 2 ** int(b) + 1)) for b in bits_d]
+    # exact ties between two float32 (to the even one), powers of two, the largest counts
+    numerators += [2**24 + 1, 2**24 + 3, 3 * (2**24 + 1), 2**51, 2**51 - 1, 0, 8_500_000]
+    denominators += [1, 1, 3, 1, 2**51, 5, 17_000_001]
+    got = np.asarray(integer_ratio(_words(numerators), _words(denominators)))
+    want = [correctly_rounded_float32(n, d) for n, d in zip(numerators, denominators)]
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+    zero = integer_ratio(_words([5]), _words([0]), np.float32(-1.0))
+    assert zero.tolist() == [-1.0]
+
+
+def test_accuracy_of_a_sequence_longer_than_2_24_frames():
+    frames, correct = 17_000_001, 8_500_000
+    targets = np.zeros((1, frames), np.int8)
+    predictions = np.ones((1, frames), np.int8)
+    predictions[0, :correct] = 0
+    assert np.float32(correct) / np.float32(frames) == 0.5  # rounded counts: the old value
+    got = np.asarray(M.accuracy(targets, predictions))
+    np.testing.assert_array_equal(got, [correctly_rounded_float32(correct, frames)])
+
+
+def _doubled(accumulator, batch, times: int, extra):
+    """The state of ``batch`` added ``2**times`` times (by merging a state with itself)
+    and ``extra`` once: counts past 2**24 without as many frames."""
+    state = accumulator.update(accumulator.init(), *batch)
+    for _ in range(times):
+        state = accumulator.merge(state, state)
+    return accumulator.merge(state, accumulator.update(accumulator.init(), *extra))
+
+
+def _pairs(confusion):
+    """Targets and predictions ``[1, T]`` with the given 2 x 2 confusion counts."""
+    cells = [(t, p) for t in range(2) for p in range(2) for _ in range(confusion[t][p])]
+    return tuple(np.array([[cell[i] for cell in cells]], np.int32) for i in (0, 1))
+
+
+def _large_confusion():
+    """Per-class counts near 2**25: the base confusion 2**22 times plus a few frames."""
+    base, extra, times = [[9, 1], [2, 8]], [[0, 0], [1, 0]], 22
+    confusion = np.array(base, object) * 2**times + np.array(extra, object)
+    return _pairs(base), times, _pairs(extra), confusion
+
+
+def _exact_class_scores(confusion):
+    tp = [confusion[c][c] for c in range(2)]
+    support = [sum(confusion[c]) for c in range(2)]
+    predicted = [confusion[0][c] + confusion[1][c] for c in range(2)]
+    fractions = {
+        "precision": zip(tp, predicted),
+        "recall": zip(tp, support),
+        "f1": ((2 * t, s + p) for t, s, p in zip(tp, support, predicted)),
+        "iou": ((t, s + p - t) for t, s, p in zip(tp, support, predicted)),
+    }
+    return {
+        score: np.array([correctly_rounded_float32(n, d) for n, d in pairs], np.float32)
+        for score, pairs in fractions.items()
+    }
+
+
+def _rounded_counts_differ(confusion, want):
+    """Whether dividing float32-rounded counts misses at least one exact value (so that the
+    test can fail on the old code)."""
+    c = np.array(confusion, np.float64).astype(np.float32)
+    tp, support, predicted = np.diag(c), c.sum(1), c.sum(0)
+    rounded = {
+        "precision": tp / predicted,
+        "recall": tp / support,
+        "f1": 2 * tp / (support + predicted),
+    }
+    return any(np.any(rounded[k] != want[k]) for k in rounded)
+
+
+def test_streaming_frame_scores_past_2_24_frames_are_exact():
+    batch, times, extra, confusion = _large_confusion()
+    want = _exact_class_scores(confusion)
+    assert _rounded_counts_differ(confusion, want)
+    result = S.frame_metrics(num_classes=2).compute(
+        _doubled(S.frame_metrics(num_classes=2), batch, times, extra)
+    )
+    trace, frames = confusion[0][0] + confusion[1][1], confusion.sum()
+    assert np.float32(trace) / np.float32(frames) != correctly_rounded_float32(trace, frames)
+    assert result["accuracy"] == correctly_rounded_float32(trace, frames)
+    np.testing.assert_array_equal(result["class_accuracy"], want["recall"])
+    for score in ("precision", "recall", "f1"):
+        np.testing.assert_array_equal(result[score]["none"], want[score])
+        assert result[score]["macro"] == np.mean(want[score], dtype=np.float32)
+    np.testing.assert_array_equal(result["confusion"], confusion.astype(np.int64))
+
+
+def test_streaming_segmentation_accuracy_past_2_24_frames_is_exact():
+    batch, times, extra, confusion = _large_confusion()
+    accumulator = S.segmentation()
+    result = accumulator.compute(_doubled(accumulator, batch, times, extra))
+    trace, frames = confusion[0][0] + confusion[1][1], confusion.sum()
+    assert np.float32(trace) / np.float32(frames) != correctly_rounded_float32(trace, frames)
+    assert result["accuracy"] == correctly_rounded_float32(trace, frames)
+
+
+def test_streaming_dense_scores_past_2_24_pixels_are_exact():
+    batch, times, extra, confusion = _large_confusion()
+    accumulator = S.dense(num_classes=2)
+    as_maps = lambda pair: tuple(x.reshape(1, 1, -1) for x in pair)  # noqa: E731
+    result = accumulator.compute(_doubled(accumulator, as_maps(batch), times, as_maps(extra)))
+    want = _exact_class_scores(confusion)
+    trace, frames = confusion[0][0] + confusion[1][1], confusion.sum()
+    assert result["pixel_accuracy"] == correctly_rounded_float32(trace, frames)
+    np.testing.assert_array_equal(result["iou"], want["iou"])
+    np.testing.assert_array_equal(result["dice"], want["f1"])

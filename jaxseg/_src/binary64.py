@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from jaxseg._src.numerics import power_of_two
+
 LIMB = 14
 LIMBS = 4  # 56 bits >= the 53 of a mantissa
 _MASK = (1 << LIMB) - 1
@@ -139,16 +141,7 @@ def to_float(x: Double, dtype=jnp.float32) -> jax.Array:
     for i in range(LIMBS - 1, -1, -1):
         value = value * (1 << LIMB) + x.limbs[..., i].astype(dtype)
     half = x.exponent // 2
-    return value * _power_of_two(half, dtype) * _power_of_two(x.exponent - half, dtype)
-
-
-def _power_of_two(exponent, dtype):
-    """``2.0 ** exponent`` for the exponents of normal numbers of ``dtype``, from its bit
-    pattern: ``jnp.ldexp`` computes the power with ``pow``, which XLA:GPU may round."""
-    info = jnp.finfo(dtype)
-    ints = jnp.int64 if info.bits == 64 else jnp.int32
-    biased = jnp.clip(exponent, info.minexp, info.maxexp - 1).astype(ints) + (1 - info.minexp)
-    return lax.bitcast_convert_type(biased << info.nmant, dtype)
+    return value * power_of_two(half, dtype) * power_of_two(x.exponent - half, dtype)
 
 
 def constant(values) -> Double:

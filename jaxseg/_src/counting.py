@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxseg._src.numerics import integer_ratio
+
 LOW_BITS = 20
 _LOW_MASK = (1 << LOW_BITS) - 1
 
@@ -46,6 +48,18 @@ def add(count: Count, increment) -> Count:
 def merge(a: Count, b: Count) -> Count:
     """The exact sum of two counts."""
     return normalize(Count(a.high + b.high, a.low + b.low))
+
+
+def subtract(a: Count, b: Count) -> Count:
+    """The exact difference ``a - b`` of two counts with ``a >= b``."""
+    return normalize(Count(a.high - b.high, a.low - b.low))
+
+
+def total(count: Count, axis: int) -> Count:
+    """The exact sum of a count's entries along ``axis``."""
+    count = normalize(count)
+    high = jnp.sum(count.high, axis=axis, dtype=jnp.int32)  # below 2**31: the sum is < 2**51
+    return add_sum(Count(high, jnp.zeros_like(high)), count.low, axis=axis)
 
 
 def add_sums(counts, values) -> list[Count]:
@@ -89,11 +103,21 @@ def to_integer(count: Count) -> jax.Array:
 
 
 def ratio(numerator: Count, denominator: Count, fill=jnp.nan) -> jax.Array:
-    """``numerator / denominator`` in float32, ``fill`` where the denominator is 0; each
-    quotient correctly rounded for counts below 2**24 (``numerics.count_ratio``)."""
-    from jaxseg._src.numerics import count_ratio
+    """``numerator / denominator`` in float32, each quotient correctly rounded for every
+    count (``numerics.integer_ratio``), ``fill`` where the denominator is 0.
 
-    return count_ratio(to_float(numerator), to_float(denominator), fill)
+    >>> correct, frames = add(zeros(), 90_000_001), add(zeros(), 100_000_000)
+    >>> float(ratio(correct, frames))  # to_float(correct) / to_float(frames): 0.89999998
+    0.9000000357627869
+    """
+    return integer_ratio(_words(numerator), _words(denominator), fill)
+
+
+def _words(count: Count) -> tuple[jax.Array, jax.Array]:
+    """The count as ``(high, low)`` uint32 words of its 64-bit value."""
+    count = normalize(count)
+    high = count.high.astype(jnp.uint32)
+    return high >> (32 - LOW_BITS), (high << LOW_BITS) | count.low.astype(jnp.uint32)
 
 
 def to_int(count: Count) -> np.ndarray:

@@ -9,6 +9,7 @@ tests hold them to.
 from __future__ import annotations
 
 import functools
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +21,6 @@ from jaxseg._src.numerics import (
     count_ratio,
     count_set_bits,
     nanmean,
-    precision_recall_f1,
     safe_divide,
 )
 from jaxseg._src.programs import one_program
@@ -355,18 +355,31 @@ def class_totals(targets, predictions, mask, num_classes: int) -> jax.Array:
 
 
 def _class_counts(cm):
+    """``(tp, support, predicted)`` float32 ``[..., C]``: the diagonal, the target frames
+    (row sums) and the predicted frames (column sums) of confusion matrices."""
     cm = cm.astype(jnp.float32)
-    tp = jnp.diagonal(cm, axis1=-2, axis2=-1)
-    support = jnp.sum(cm, axis=-1)  # target frames per class
-    predicted = jnp.sum(cm, axis=-2)  # predicted frames per class
-    return tp, predicted - tp, support - tp, support
+    return jnp.diagonal(cm, axis1=-2, axis2=-1), jnp.sum(cm, axis=-1), jnp.sum(cm, axis=-2)
 
 
-def _average(per_class, support, tp_total, total, average):
+def score_fraction(score: str, tp, support, predicted, *, add=operator.add, subtract=operator.sub):
+    """Numerator and denominator of a class's precision, recall, F1 or IoU from its counts:
+    ``TP / predicted``, ``TP / support``, ``2 TP / (support + predicted)`` and
+    ``TP / (support + predicted - TP)``; ``add`` and ``subtract`` work on the counts' type."""
+    if score == "precision":
+        return tp, predicted
+    if score == "recall":
+        return tp, support
+    both = add(support, predicted)
+    return (add(tp, tp), both) if score == "f1" else (tp, subtract(both, tp))
+
+
+def average_over_classes(per_class, support, micro, average: str):
+    """The ``average`` (DESIGN's four) of per-class scores ``[..., C]`` (NaN: undefined,
+    left out), weighted by ``support`` for ``"weighted"``; ``micro`` is the pooled score."""
     if average == "none":
         return per_class
     if average == "micro":
-        return safe_divide(tp_total, total, jnp.nan)
+        return micro
     if average == "macro":
         return nanmean(per_class)
     defined = ~jnp.isnan(per_class)
@@ -379,17 +392,14 @@ def scores_from_confusion(cm, score: str, average: str) -> jax.Array:
     """Precision, recall, F1 or IoU (``score``) from confusion matrices ``[..., C, C]``.
 
     A class absent from both targets and predictions is NaN and left out of the means; any
-    other undefined ratio is 0 (scikit-learn's ``zero_division=0``).
+    other undefined ratio is 0 (scikit-learn's ``zero_division=0``). Each ratio is correctly
+    rounded for counts below 2**24 (``streaming`` divides larger ones exactly).
     """
-    tp, fp, fn, support = _class_counts(cm)
-    absent = (tp + fp + fn) == 0
-    if score == "iou":
-        per_class = safe_divide(tp, tp + fp + fn, 0.0)
-    else:
-        scores = dict(zip(("precision", "recall", "f1"), precision_recall_f1(tp, fp, fn)))
-        per_class = scores[score]
-    per_class = jnp.where(absent, jnp.nan, per_class)
-    return _average(per_class, support, jnp.sum(tp, -1), jnp.sum(support, -1), average)
+    tp, support, predicted = _class_counts(cm)
+    per_class = safe_divide(*score_fraction(score, tp, support, predicted), 0.0)
+    per_class = jnp.where(support + predicted == 0, jnp.nan, per_class)
+    micro = safe_divide(jnp.sum(tp, -1), jnp.sum(support, -1), jnp.nan)
+    return average_over_classes(per_class, support, micro, average)
 
 
 def _score(score, targets, predictions, num_classes, mask, average, ignore_index):

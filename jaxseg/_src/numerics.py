@@ -107,10 +107,10 @@ def popcount(words):
 
 def count_ratio(counts, totals, fill=0.0):
     """``counts / totals``, each quotient correctly rounded, and ``fill`` where a total is 0:
-    integer counts (float32 quotients) or floats holding exact counts or sums (their dtype),
-    over totals of either kind.
+    non-negative integer counts over integer totals (float32 quotients, exact for every
+    count, :func:`integer_ratio`), or floats holding exact counts or sums (their dtype).
 
-    A total that is the same for every quotient (without a mask, the frames of a padded
+    A float total that is the same for every quotient (without a mask, the frames of a padded
     batch, the queries of a set) is one number to XLA, which divides by it as a product with
     its reciprocal (1 ulp off: 9 / 10 read 0.90000004). Made to vary like the counts (also
     under ``jax.vmap``) and put behind a barrier, the totals are divided quotient by quotient.
@@ -118,13 +118,101 @@ def count_ratio(counts, totals, fill=0.0):
     >>> count_ratio(jnp.array([9, 9]), jnp.array(10)).tolist()
     [0.8999999761581421, 0.8999999761581421]
     """
-    counts = jnp.asarray(counts)
+    counts, totals = jnp.asarray(counts), jnp.asarray(totals)
+    if jnp.issubdtype(counts.dtype, jnp.integer) and jnp.issubdtype(totals.dtype, jnp.integer):
+        return integer_ratio(_words(counts), _words(totals), fill)
     if jnp.issubdtype(counts.dtype, jnp.integer):
         varying, counts = counts & 0, counts.astype(jnp.float32)
     else:  # no integer trick on floats; isnan is False here, but XLA cannot know it
-        varying = jnp.isnan(counts).astype(jnp.asarray(totals).dtype)
+        varying = jnp.isnan(counts).astype(totals.dtype)
     totals = lax.optimization_barrier(totals + varying)
     return safe_divide(counts, totals.astype(counts.dtype), fill)
+
+
+def _words(x):
+    """Non-negative int32 or int64 values as ``(high, low)`` uint32 words."""
+    if x.dtype.itemsize <= 4:
+        return jnp.zeros(x.shape, jnp.uint32), x.astype(jnp.uint32)
+    return (x >> 32).astype(jnp.uint32), (x & 0xFFFFFFFF).astype(jnp.uint32)
+
+
+def _leading_zeros(high, low):
+    """Leading zero bits of the 64-bit values ``(high, low)`` (64 for 0), int32."""
+    return jnp.where(high != 0, lax.clz(high), 32 + lax.clz(low)).astype(jnp.int32)
+
+
+def _shift_left(high, low, shift):
+    """``(high, low) << shift`` for int32 shifts in [0, 63] that lose no set bit."""
+    small = jnp.clip(shift, 0, 31).astype(jnp.uint32)
+    carry = jnp.where(shift > 0, low >> (32 - jnp.clip(shift, 1, 31)).astype(jnp.uint32), 0)
+    large = shift >= 32
+    wide_high = low << jnp.clip(shift - 32, 0, 31).astype(jnp.uint32)
+    return (
+        jnp.where(large, wide_high, (high << small) | carry.astype(jnp.uint32)),
+        jnp.where(large, jnp.uint32(0), low << small),
+    )
+
+
+def _at_least(a, b):
+    """``a >= b`` for 64-bit values as ``(high, low)`` uint32 words."""
+    return (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] >= b[1]))
+
+
+def _minus(a, b):
+    """``a - b`` for 64-bit values ``a >= b`` as ``(high, low)`` uint32 words."""
+    return a[0] - b[0] - (a[1] < b[1]).astype(jnp.uint32), a[1] - b[1]
+
+
+def power_of_two(exponent, dtype=jnp.float32):
+    """``2.0 ** exponent`` for the exponents of normal numbers of ``dtype``, from its bit
+    pattern: ``jnp.ldexp`` computes the power with ``pow``, which XLA:GPU may round.
+
+    >>> float(power_of_two(jnp.int32(-3)))
+    0.125
+    """
+    info = jnp.finfo(dtype)
+    ints = jnp.int64 if info.bits == 64 else jnp.int32
+    biased = jnp.clip(exponent, info.minexp, info.maxexp - 1).astype(ints) + (1 - info.minexp)
+    return lax.bitcast_convert_type(biased << info.nmant, dtype)
+
+
+def integer_ratio(numerator, denominator, fill=0.0):
+    """``n / d`` in float32, correctly rounded (to nearest, ties to even), for integers
+    ``0 <= n, d < 2**63`` given as ``(high, low)`` uint32 words; ``fill`` where ``d = 0``.
+
+    Converting a count above 2**24 to float32 rounds it, and the quotient of rounded counts
+    can be 1 ulp off. Here both are scaled to the same leading bit and divided bit by bit
+    (restoring division): 24 quotient bits, a rounding bit, and the remainder's sticky bit.
+
+    >>> words = lambda x: (jnp.uint32(x >> 32), jnp.uint32(x & 0xFFFFFFFF))
+    >>> float(integer_ratio(words(90_000_001), words(100_000_000)))  # in float32: 0.89999998
+    0.9000000357627869
+    """
+    n = jnp.broadcast_arrays(*numerator, *denominator)
+    numerator, denominator = n[:2], n[2:]
+    n_shift = _leading_zeros(*numerator) - 1  # leading bits to bit 62
+    d_shift = _leading_zeros(*denominator) - 1
+    r = _shift_left(*numerator, jnp.clip(n_shift, 0, 63))
+    d = _shift_left(*denominator, jnp.clip(d_shift, 0, 63))
+    below = ~_at_least(r, d)  # then one more bit: n / d scaled lies in [1, 2)
+    r = _shift_left(*r, below.astype(jnp.int32))
+    exponent = d_shift - n_shift - below.astype(jnp.int32)
+
+    def step(_, state):
+        r, bits = state
+        bit = _at_least(r, d)
+        high, low = _minus(r, d)
+        r = (jnp.where(bit, high, r[0]), jnp.where(bit, low, r[1]))
+        return _shift_left(*r, jnp.ones_like(exponent)), 2 * bits + bit.astype(jnp.int32)
+
+    r, bits = lax.fori_loop(0, 25, step, (r, jnp.zeros_like(exponent)), unroll=True)
+    mantissa, rounding = bits >> 1, bits & 1
+    sticky = (r[0] | r[1]) != 0
+    up = (rounding == 1) & (sticky | ((mantissa & 1) == 1))  # to nearest, ties to even
+    mantissa = mantissa + up.astype(jnp.int32)
+    value = mantissa.astype(jnp.float32) * power_of_two(exponent - 23)
+    value = jnp.where((numerator[0] | numerator[1]) == 0, 0.0, value)
+    return jnp.where((denominator[0] | denominator[1]) == 0, jnp.float32(fill), value)
 
 
 def count_set_bits(words):

@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
-from jaxseg._src.dense import confusion_matrices, map_scores_from_confusion
+from jaxseg._src.dense import confusion_matrices
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
     ACTIVITYNET_THRESHOLDS,
@@ -43,7 +43,7 @@ from jaxseg._src.ranking import (
     without_ambiguous,
 )
 from jaxseg._src.retrieval import TIES, retrieval_ranks
-from jaxseg._src.streaming_segmentation import merge_states
+from jaxseg._src.streaming_segmentation import class_scores, merge_states, pooled_accuracy
 
 
 def _total(values) -> jax.Array:
@@ -114,11 +114,10 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
         return DenseState(_add(state.confusion, matrix, ()))
 
     def compute(state):
-        confusion = counting.to_float(state.confusion)
-        accuracy, iou, dice_ = map_scores_from_confusion(confusion)
-        iou, dice_ = nanmean_classes(iou), nanmean_classes(dice_)
+        scores = [class_scores(state.confusion, score)[:num_classes] for score in ("iou", "f1")]
+        iou, dice_ = map(nanmean_classes, scores)  # Dice = F1
         return {
-            "pixel_accuracy": accuracy,
+            "pixel_accuracy": pooled_accuracy(state.confusion, num_classes),
             "iou": iou.per_class,
             "miou": iou.mean,
             "dice": dice_.per_class,

@@ -16,7 +16,12 @@ from jaxseg._src import checks, counting
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
-from jaxseg._src.frame import AVERAGES, confusion_by_runs, scores_from_confusion
+from jaxseg._src.frame import (
+    AVERAGES,
+    average_over_classes,
+    confusion_by_runs,
+    score_fraction,
+)
 from jaxseg._src.numerics import precision_recall_f1, safe_divide
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, segmentation_statistics
 
@@ -68,18 +73,43 @@ def pooled_confusion(targets, predictions, mask, num_classes: int):
     return confusion_by_runs(*rows, num_classes, pooled=True)
 
 
-def frame_results(confusion) -> dict:
-    """Frame-level metrics from a float confusion matrix ``[C, C]``."""
-    results = {
-        "accuracy": scores_from_confusion(confusion, "recall", "micro"),
-        "class_accuracy": scores_from_confusion(confusion, "recall", "none"),
-        "mean_class_accuracy": scores_from_confusion(confusion, "recall", "macro"),
+def class_scores(confusion: counting.Count, score: str) -> jax.Array:
+    """Per-class precision, recall, F1 or IoU (``score``) of an exact confusion count
+    ``[C, C]`` (rows = targets), each ratio correctly rounded for every count: as
+    :func:`~jaxseg._src.frame.scores_from_confusion` with ``average="none"``, whose float32
+    counts are exact only below 2**24."""
+    tp = counting.Count(*(jnp.diagonal(x, axis1=-2, axis2=-1) for x in confusion))
+    support, predicted = counting.total(confusion, -1), counting.total(confusion, -2)
+    fraction = score_fraction(
+        score, tp, support, predicted, add=counting.merge, subtract=counting.subtract
+    )
+    absent = counting.to_float(counting.merge(support, predicted)) == 0
+    return jnp.where(absent, jnp.nan, counting.ratio(*fraction, fill=0.0))
+
+
+def pooled_accuracy(confusion: counting.Count, classes: int) -> jax.Array:
+    """Correct over labelled frames of an exact confusion count: the diagonal of its first
+    ``classes`` rows over their sum (NaN for none)."""
+    rows = counting.Count(*(x[:classes] for x in confusion))
+    correct = counting.Count(*(jnp.diagonal(x) for x in rows))
+    return counting.ratio(counting.total(correct, 0), counting.total(counting.total(rows, 1), 0))
+
+
+def frame_results(confusion: counting.Count) -> dict:
+    """Frame-level metrics of an exact confusion count ``[C, C]``."""
+    support = counting.to_float(counting.total(confusion, -1))
+    accuracy = pooled_accuracy(confusion, confusion.high.shape[-1])
+    per_class = {score: class_scores(confusion, score) for score in SCORES}
+
+    def average(score, how):
+        return average_over_classes(per_class[score], support, accuracy, how)
+
+    return {
+        "accuracy": accuracy,
+        "class_accuracy": per_class["recall"],
+        "mean_class_accuracy": average("recall", "macro"),
+        **{score: {how: average(score, how) for how in AVERAGES} for score in SCORES},
     }
-    for score in ("precision", "recall", "f1"):
-        results[score] = {
-            average: scores_from_confusion(confusion, score, average) for average in AVERAGES
-        }
-    return results
 
 
 def frame_metrics(*, num_classes: int, ignore_index=None) -> Accumulator:
@@ -125,7 +155,7 @@ def frame_metrics(*, num_classes: int, ignore_index=None) -> Accumulator:
         out_of_range = counting.to_integer(state.out_of_range)
         results = jax.tree_util.tree_map(
             lambda x: jnp.where(out_of_range != 0, jnp.nan, x),
-            frame_results(counting.to_float(state.confusion)),
+            frame_results(state.confusion),
         )
         confusion = counting.to_integer(state.confusion)
         return {**results, "confusion": confusion, "out_of_range": out_of_range}
