@@ -206,6 +206,20 @@ def with_a_frame(targets, predictions, mask):
     return zeros(targets), zeros(predictions), jnp.zeros(shape, bool)
 
 
+def with_an_entry(mask, *values, axis: int = -1):
+    """``mask`` and ``values`` (whose leading axes are the mask's) with an empty ``axis`` of
+    the mask padded to one masked-out entry: the kernels take arg-maxes and remainders over
+    that axis, and a masked entry counts as none.
+
+    >>> [x.shape for x in with_an_entry(jnp.ones((3, 0), bool), jnp.ones((3, 0, 2)))]
+    [(3, 1), (3, 1, 2)]
+    """
+    axis = axis % mask.ndim
+    if mask.shape[axis] > 0:
+        return (mask, *values)
+    return tuple(jnp.pad(x, [(0, int(i == axis)) for i in range(x.ndim)]) for x in (mask, *values))
+
+
 def as_valid(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray:
     """:func:`as_mask`, with ``None`` meaning every entry is valid: ``bool`` of ``shape``."""
     mask = as_mask(mask, shape, name)

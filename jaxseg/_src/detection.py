@@ -316,15 +316,24 @@ def checked_detections(targets, predictions, masks):
         )
     target_mask = checks.as_valid(target_mask, target_labels.shape, "target_mask")
     prediction_mask = checks.as_valid(prediction_mask, predicted_labels.shape, "prediction_mask")
-    return (
+    target_mask, target_boxes, target_labels = checks.with_an_entry(
+        target_mask, target_boxes, target_labels
+    )
+    prediction_mask, predicted_boxes, predicted_labels, scores = checks.with_an_entry(
+        prediction_mask, predicted_boxes, predicted_labels, scores
+    )
+    target_mask, *tables = checks.with_an_entry(  # no video: one without detections
+        target_mask,
         target_boxes,
         target_labels,
-        target_mask,
         predicted_boxes,
         predicted_labels,
         scores,
         prediction_mask,
+        axis=-2,
     )
+    boxes, labels, predicted_boxes, predicted_labels, scores, prediction_mask = tables
+    return boxes, labels, target_mask, predicted_boxes, predicted_labels, scores, prediction_mask
 
 
 @one_program

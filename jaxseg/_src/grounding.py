@@ -117,12 +117,16 @@ def query_inputs(
         target_mask = jnp.ones(targets.shape[:-1], bool)
     if prediction_mask is None:
         prediction_mask = jnp.ones(predictions.shape[:-1], bool)
-    if scores is not None:
-        scores = checks.as_float("scores", scores, min_ndim=1)
-        if scores.shape != predictions.shape[:-1]:
-            raise ValueError(
-                f"scores must have shape {predictions.shape[:-1]}, got {scores.shape}."
-            )
+    target_mask, targets = checks.with_an_entry(target_mask, targets)
+    if scores is None:
+        prediction_mask, predictions = checks.with_an_entry(prediction_mask, predictions)
+        return targets, predictions, target_mask, prediction_mask, None
+    scores = checks.as_float("scores", scores, min_ndim=1)
+    if scores.shape != predictions.shape[:-1]:
+        raise ValueError(f"scores must have shape {predictions.shape[:-1]}, got {scores.shape}.")
+    prediction_mask, predictions, scores = checks.with_an_entry(
+        prediction_mask, predictions, scores
+    )
     return targets, predictions, target_mask, prediction_mask, scores
 
 
@@ -357,7 +361,10 @@ def _saliency_inputs(targets, predictions, mask):
             f"targets [..., N, A] (clip scores per annotator) must match predictions [..., N], "
             f"got {targets.shape} and {predictions.shape}."
         )
-    return targets, predictions, checks.as_valid(mask, predictions.shape)
+    mask, targets, predictions = checks.with_an_entry(
+        checks.as_valid(mask, predictions.shape), targets, predictions
+    )
+    return targets, predictions, mask
 
 
 @one_program
@@ -398,7 +405,8 @@ def highlight_hit_at_1(
     y, s, m = _saliency_inputs(targets, predictions, mask)
 
     def one(y, s, m):
-        best = jnp.argmax(jnp.where(m, s, -jnp.inf))
+        top = jnp.max(jnp.where(m, s, -jnp.inf))
+        best = jnp.argmax(m & (s == top))  # a valid clip also where every score is -inf
         hit = jnp.any(y[best] >= min_score).astype(jnp.float32)
         return jnp.where(jnp.any(m), hit, jnp.nan)
 

@@ -17,7 +17,8 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
     label is ``ignore_index`` and without frames whose label lies outside ``[0, C)``, and
     ``invalid`` bool ``[...]``, True for an example with such an out-of-range label on a valid
     frame (pass it to :func:`nan_where_invalid`). Concrete labels of that kind raise
-    ``ValueError`` here instead.
+    ``ValueError`` here instead. The logits of masked frames are returned as 0
+    (:func:`zero_where_masked`), and an empty frame axis as one masked frame.
     """
     logits = checks.as_float("logits", logits)
     if logits.ndim < event_ndim + 1:
@@ -29,10 +30,20 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
             f"labels must have shape logits.shape[:-1] = {logits.shape[:-1]}, got {labels.shape}."
         )
     mask = checks.as_mask(mask, labels.shape)
+    if 0 in labels.shape[labels.ndim - event_ndim :]:  # no frame: one masked frame
+        mask = jnp.ones(labels.shape, bool) if mask is None else mask
+        for axis in range(-event_ndim, 0):
+            mask, labels, logits = checks.with_an_entry(mask, labels, logits, axis=axis)
     mask, invalid = labels_in_range(
         labels, mask, logits.shape[-1], ignore_index=ignore_index, event_ndim=event_ndim
     )
-    return logits, labels, mask, invalid
+    return zero_where_masked(logits, mask), labels, mask, invalid
+
+
+def zero_where_masked(x, mask):
+    """``x [..., K]`` (logits, intervals) with 0 where ``mask [...]`` is False (None: nowhere),
+    so that a NaN or an infinity there (padding) reaches neither a loss nor its gradient."""
+    return x if mask is None else jnp.where(mask[..., None], x, jnp.zeros((), x.dtype))
 
 
 def labels_in_range(labels, mask, num_classes: int, *, ignore_index=None, event_ndim: int = 1):

@@ -192,4 +192,8 @@ def _dataset_inputs(targets, proposals, scores, target_mask, proposal_mask):
     for name, x in (("targets", targets), ("proposals", proposals)):
         if jnp.ndim(x) < 3:
             raise ValueError(f"{name} must have shape [..., V, N, 2], got {jnp.shape(x)}.")
-    return query_inputs(targets, proposals, target_mask, proposal_mask, scores, name="proposals")
+    gt, props, gm, pm, scores = query_inputs(
+        targets, proposals, target_mask, proposal_mask, scores, name="proposals"
+    )
+    gm, gt, props, pm, scores = checks.with_an_entry(gm, gt, props, pm, scores, axis=-2)
+    return gt, props, gm, pm, scores  # no video: one without targets

@@ -22,6 +22,7 @@ from jaxseg._src.loss_utils import (
     logits_and_labels,
     nan_where_invalid,
     probabilities,
+    zero_where_masked,
 )
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.programs import one_program
@@ -302,6 +303,7 @@ def soft_levenshtein(
     mask = checks.as_mask(mask, logits.shape[:-1])
     label_mask = checks.as_mask(label_mask, labels.shape, name="label_mask")
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
+    logits = zero_where_masked(logits, mask)
     label_mask, invalid = labels_in_range(
         labels, label_mask, logits.shape[-1], ignore_index=ignore_index
     )

@@ -17,6 +17,7 @@ from jaxseg._src.loss_utils import (
     logits_and_labels,
     nan_where_invalid,
     probabilities,
+    zero_where_masked,
 )
 from jaxseg._src.numerics import safe_divide
 from jaxseg._src.programs import one_program
@@ -68,6 +69,7 @@ def smoothing_loss(
     elif ignore_index is not None:
         raise ValueError("smoothing_loss: ignore_index needs labels (got labels=None).")
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
+    logits = zero_where_masked(logits, mask)
 
     def one(x, valid):
         dtype = compute_dtype(x)
@@ -265,7 +267,7 @@ def _intervals(targets, predictions, mask):
         raise ValueError(f"targets must have shape [..., 2] (start, end), got {targets.shape}.")
     checks.same_shape("targets", targets, "predictions", predictions)
     mask = checks.as_mask(mask, targets.shape[:-1])
-    return targets, predictions, mask
+    return zero_where_masked(targets, mask), zero_where_masked(predictions, mask), mask
 
 
 def _interval_terms(targets, predictions):
