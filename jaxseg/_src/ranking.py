@@ -153,17 +153,17 @@ def _tree_sum(x: jax.Array) -> jax.Array:
     """Sum over the last axis: blocks of 16 in order, then pairwise halving (rounding error
     ~16 + log2(N / 16) ulps). The blocks spare padding a long row to a power of two.
 
-    A block is summed as 16 slices added one by one, not by ``jnp.sum``: XLA:CPU runs a sum
-    over a short axis as a separate library kernel, so the summands were written out first
-    and the sums of all rows ran one after another once every sort was done, rather than
-    beside the sorts (``benchmarks/ranking.py``)."""
+    Zeros appended to a row leave the sum unchanged bit for bit (a block adds them last, and
+    zero blocks form whole subtrees), so a metric does not depend on the row's padding (a
+    streaming buffer's capacity). A block is summed as 16 slices added one by one, not by
+    ``jnp.sum``: XLA:CPU runs a sum over a short axis as a separate library kernel, so the
+    summands were written out first and the sums of all rows ran one after another once
+    every sort was done, rather than beside the sorts (``benchmarks/ranking.py``)."""
+    padded = max(1, -(-x.shape[-1] // _SUM_BLOCK)) * _SUM_BLOCK
+    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - x.shape[-1])])
+    blocks = x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK)
+    x = functools.reduce(operator.add, [blocks[..., i] for i in range(_SUM_BLOCK)])
     n = x.shape[-1]
-    if n > 2 * _SUM_BLOCK:
-        padded = -(-n // _SUM_BLOCK) * _SUM_BLOCK
-        x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - n)])
-        blocks = x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK)
-        x = functools.reduce(operator.add, [blocks[..., i] for i in range(_SUM_BLOCK)])
-        n = x.shape[-1]
     size = 1 << max(0, (n - 1).bit_length())
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - n)])
     while x.shape[-1] > 1:
@@ -563,10 +563,12 @@ def average_precision(
       mask: optional ``bool[..., N]``, True = valid; invalid entries are removed first.
       interpolation: static, ``"step"`` (default), ``"11point"`` or ``"all_point"``.
       num_positives: optional int ``[...]``: recall denominator including positives that were
-        never scored (missed detections); default: the number of valid positive targets.
+        never scored (missed detections), at least the valid positive targets; default: the
+        number of valid positive targets.
 
     Returns:
-      ``float32[...]`` in [0, 1]; NaN when there are no positives (0/0 recall).
+      ``float32[...]`` in [0, 1]; NaN when there are no positives (0/0 recall), and where
+      ``num_positives`` is fewer than the valid positive targets (a recall above 1).
 
     >>> float(average_precision(jnp.array([1, 0, 1]), jnp.array([0.9, 0.8, 0.7])))
     0.8333333...
@@ -591,8 +593,11 @@ def average_precision(
         lambda: (targets.reshape(shape).T, scores.reshape(shape).T, valid.reshape(shape).T),
         interpolation=interpolation,
         num_positives=num_positives,
-    )
-    return out.reshape(batch)
+    ).reshape(batch)
+    if num_positives is None:
+        return out
+    counted = jnp.sum(targets.astype(bool) & valid, axis=-1, dtype=jnp.int32)
+    return jnp.where(num_positives.reshape(batch) < counted, jnp.nan, out)
 
 
 @one_program
