@@ -12,6 +12,7 @@ import pytest
 from conftest import golden_path
 
 from jaxseg import metrics as M
+from jaxseg import streaming as S
 
 N = 200  # every similarity matrix is padded to [N, N] (items beyond n masked out)
 
@@ -115,3 +116,19 @@ def test_matches_that_are_no_item_are_never_retrieved():
     np.testing.assert_allclose(result["recall"], [2 / 3, 2 / 3])
     assert float(result["mean_reciprocal_rank"]) == pytest.approx(2 / 3)
     assert float(result["mean_rank"]) == np.inf and float(result["median_rank"]) == 1.0
+
+
+def test_a_nan_similarity_is_the_lowest():
+    """A NaN similarity (a diverged model) compared as neither higher nor equal: a NaN match
+    had rank 0, a perfect hit. It counts as -inf now, in the batch and streaming metrics."""
+    sim = np.array([[np.nan, 0.5, 0.9], [0.1, 0.9, np.nan], [0.3, 0.2, 0.1]], np.float32)
+    lowest = np.where(np.isnan(sim), -np.inf, sim)
+    for ties in ("pessimistic", "optimistic", "average"):
+        np.testing.assert_array_equal(
+            M.retrieval_ranks(sim, ties=ties), M.retrieval_ranks(lowest, ties=ties)
+        )
+    assert M.retrieval_ranks(sim).tolist() == [2.0, 0.0, 2.0]
+    assert M.recall_at_k(sim, k=(1,))[0] == np.float32(1 / 3)
+    accumulator = S.retrieval(num_items=3)
+    state = accumulator.update(accumulator.init(), sim)
+    assert float(accumulator.compute(state)["recall"][0]) == np.float32(1 / 3)

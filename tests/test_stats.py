@@ -617,3 +617,9 @@ def _compiled_once(name, call):
         jax.block_until_ready(call())
     assert (len(first), len(again)) == (1, 0), (name, first)
     return result
+
+
+def test_weighted_sum_refuses_float_weights():
+    """Cast to integer values' dtype, weights 0.5 and 0.5 summed 1 and 2 to 0."""
+    with pytest.raises(TypeError, match="weights must be integer multiplicities"):
+        stats.weighted_sum(jnp.array([1, 2]), jnp.array([0.5, 0.5]))

@@ -2,7 +2,7 @@
 
 The rank of a query's match is counted, not sorted: the number of valid items scored higher,
 plus a share of the tied ones set by ``ties``. So a constant similarity earns no credit under
-the default ``"pessimistic"`` rule.
+the default ``"pessimistic"`` rule, and neither does a NaN one (NaN counts as -inf).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ def _ranks(similarity, targets, mask, item_mask, ties):
     """Validated 0-based ranks ``float32[..., Q]`` and the query validity ``bool[..., Q]``."""
     ties = checks.static_choice("ties", ties, TIES)
     similarity = checks.as_float("similarity", similarity, min_ndim=2)
+    # NaN (a diverged model) is the lowest similarity: a NaN match must not rank first
+    similarity = jnp.where(jnp.isnan(similarity), -jnp.inf, similarity)
     *batch, num_queries, num_items = similarity.shape
     batch = tuple(batch)
     if targets is None:
@@ -78,7 +80,8 @@ def retrieval_ranks(
     """0-based rank of each query's match: the number of items ranked ahead of it.
 
     Args:
-      similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer).
+      similarity: float ``[..., Q, I]``, query ``q`` against item ``i`` (higher = closer);
+        NaN counts as -inf, the lowest.
       targets: optional integer ``[..., Q]``: index of each query's match; default None, the
         diagonal (query ``q`` matches item ``q``, which needs ``Q <= I``). A match outside
         ``[0, I)`` or on a padding item is never retrieved (rank +inf: a miss at every k,

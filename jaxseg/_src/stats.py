@@ -92,7 +92,11 @@ def weighted_sum(values, weights) -> jax.Array:
     values = jnp.asarray(values)
     if not jnp.issubdtype(values.dtype, jnp.floating):
         values = values.astype(jnp.int32)
-    weights = jnp.asarray(weights).astype(values.dtype)
+    weights = jnp.asarray(weights)
+    if not (jnp.issubdtype(weights.dtype, jnp.integer) or weights.dtype == jnp.bool_):
+        # a cast would floor them: weights 0.5 and 0.5 summed 1 and 2 to 0
+        raise TypeError(f"weights must be integer multiplicities [N], got dtype {weights.dtype}.")
+    weights = weights.astype(values.dtype)
     return jnp.tensordot(weights, values, axes=(0, 0), precision=FULL_PRECISION)
 
 
