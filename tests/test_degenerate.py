@@ -131,7 +131,17 @@ EMPTY_AXES = {
             proposal_mask=np.zeros((1, 2), bool),
         ),
     ),
+    "streaming.global_hungarian, no frame": (
+        lambda: _streamed(_hungarian(), *[np.zeros((2, 0), np.int32)] * 2),
+        lambda: _streamed(
+            _hungarian(), *[np.zeros((2, 1), np.int32)] * 2, mask=np.zeros((2, 1), bool)
+        ),
+    ),
 }
+
+
+def _hungarian():
+    return S.global_hungarian(num_classes=2, num_clusters=2)
 
 
 def _streamed(accumulator, *args, **kwargs):

@@ -97,7 +97,7 @@ def global_hungarian(
     def update(state, targets, predictions, *, mask=None):
         targets, predictions, mask, _, _ = _inputs(targets, predictions, mask, C, K)
         table = label_tables(targets, predictions, mask, C, K, pooled=True)
-        videos = jnp.sum(jnp.any(mask.reshape(-1, mask.shape[-1]), axis=-1), dtype=jnp.int32)
+        videos = jnp.sum(jnp.any(mask, axis=-1), dtype=jnp.int32)  # T = 0 has no reshape
         return TableState(
             counting.add_sum(state.table, table, axis=()), counting.add(state.videos, videos)
         )
