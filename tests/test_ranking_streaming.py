@@ -104,6 +104,23 @@ def test_frame_ap_exact_equals_direct_and_reports_overflow():
     assert np.isnan(float(small["map"])) and np.isnan(np.asarray(small["ap"])).all()
 
 
+@pytest.mark.parametrize("interpolation", ["all_point", "11point"])
+def test_frame_ap_with_ties_follows_the_data_order_like_the_batch_metric(interpolation):
+    """Tied scores rank in arrival order, as in the batch metric (the reference's stable
+    sort): updates and merges in data order give the batch value bit for bit."""
+    batches = _frames(grid=4)  # many ties
+    accumulator = S.frame_average_precision(
+        num_classes=5, capacity=200, interpolation=interpolation
+    )
+    result, merged = _run(accumulator, batches)
+    targets = np.concatenate([b[0] for b in batches])
+    scores = np.concatenate([b[1] for b in batches])
+    batch = M.mean_average_precision(targets, scores, interpolation=interpolation)
+    for got in (result, merged):
+        np.testing.assert_array_equal(got["ap"], batch.per_class)
+        np.testing.assert_array_equal(got["map"], batch.mean)
+
+
 def test_frame_ap_binned_is_exact_on_the_grid():
     batches = _frames(grid=16)  # scores already on the bin grid: binning loses nothing
     result, merged = _run(S.frame_average_precision(num_classes=5, num_thresholds=16), batches)

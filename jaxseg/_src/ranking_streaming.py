@@ -440,7 +440,9 @@ def frame_average_precision(
       background: static tuple of classes not scored.
       ambiguous: static tuple of classes whose positive frames are removed.
       capacity: static buffer size in frames (exact mode). Beyond it every result is NaN and
-        ``overflow`` counts the frames that did not fit. ``merge`` concatenates buffers.
+        ``overflow`` counts the frames that did not fit. ``merge`` concatenates buffers: with
+        ``"all_point"`` or ``"11point"``, tied scores rank in arrival order, as in the batch
+        metric, so merge and update in data order (``"step"`` takes ties together).
       num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
         cAP are exactly those of the scores rounded down to multiples of
         ``1 / num_thresholds``; ``merge`` adds and ``jax.lax.psum`` works. AP changes only
@@ -625,7 +627,9 @@ def detection(
       num_classes: static number of classes C.
       iou_thresholds: static tuple of K IoU thresholds.
       capacity: static number of predictions kept (exact mode); beyond it the results are
-        NaN and ``overflow`` counts the predictions that did not fit.
+        NaN and ``overflow`` counts the predictions that did not fit. Tied scores rank in
+        the order the predictions arrived, as in the batch metric (the reference's stable
+        sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order.
       num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
         the AP of scores rounded down to multiples of ``1 / num_thresholds``, the
         predictions of a bin entering together).
