@@ -134,6 +134,34 @@ def test_frame_ap_binned_is_exact_on_the_grid():
         S.frame_average_precision(num_classes=5)
 
 
+def test_binned_modes_report_scores_without_a_bin():
+    """Logits (or NaN) given for scores in [0, 1] were clipped into the end bins: mAP 0.667
+    for an exact 0.833, silently. They are counted as overflow now, and results are NaN."""
+    accumulator = S.frame_average_precision(num_classes=1, num_thresholds=16)
+    for bad in (9.0, -0.5, np.nan):
+        scores = np.array([[0.9], [0.8], [bad]], np.float32)
+        state = accumulator.update(accumulator.init(), np.array([[1], [0], [1]]), scores)
+        result = accumulator.compute(state)
+        assert float(result["overflow"]) == 1 and float(result["frames"]) == 3
+        assert np.isnan(float(result["map"])) and np.isnan(np.asarray(result["ap"])).all()
+    masked = accumulator.update(  # a masked frame may hold anything
+        accumulator.init(), np.array([[1], [0]]), np.array([[0.9], [9.0]]), mask=[True, False]
+    )
+    assert float(accumulator.compute(masked)["map"]) == 1.0
+    detections = S.detection(num_classes=1, iou_thresholds=(0.5,), num_thresholds=16)
+    state = detections.update(
+        detections.init(),
+        np.array([[[0.0, 10.0]]]),
+        np.array([[0]]),
+        np.array([[[0.0, 9.0], [1.0, 10.0]]]),
+        np.array([[0, 0]]),
+        np.array([[0.9, 3.0]]),
+    )
+    result = detections.compute(state)
+    assert float(result["overflow"]) == 1 and float(result["predictions"]) == 2
+    assert np.isnan(float(result["map"][0])) and np.isnan(np.asarray(result["ap"])).all()
+
+
 @pytest.mark.parametrize("mode", ["capacity", "num_thresholds"])
 def test_detection_accumulator_equals_direct(mode):
     gt, pred = _random_dataset(4, 2)

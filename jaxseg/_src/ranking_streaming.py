@@ -271,10 +271,12 @@ class FrameBufferState(NamedTuple):
 
 
 class FrameHistogramState(NamedTuple):
-    """Binned mode: positive and negative frames per (class, score bin), exact counts."""
+    """Binned mode: positive and negative frames per (class, score bin), and the frames with
+    a score outside [0, 1] (no bin), exact counts."""
 
     positives: counting.Count  # [C, B]
     negatives: counting.Count  # [C, B]
+    outside: counting.Count
 
 
 def _score_zeros(shape) -> jax.Array:
@@ -303,6 +305,11 @@ def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState
 def _bin(scores, num_thresholds):
     """Bin ``floor(score * B)`` clipped to [0, B - 1]; higher bin = higher score."""
     return jnp.clip(jnp.floor(scores * num_thresholds), 0, num_thresholds - 1).astype(jnp.int32)
+
+
+def _unbinnable(scores):
+    """Scores that no bin holds: outside [0, 1], or NaN (logits given for probabilities)."""
+    return ~((scores >= 0) & (scores <= 1))
 
 
 def _count_cells(cells, selected, shape):
@@ -399,22 +406,25 @@ def _frame_histogram(num_classes, num_thresholds, scored):
 
     def init():
         zero = counting.zeros(shape)
-        return FrameHistogramState(zero, zero)
+        return FrameHistogramState(zero, zero, counting.zeros())
 
     def add(state, targets, scores, valid):
         column = jnp.arange(num_classes, dtype=jnp.int32)[None, :]
         cells = column * num_thresholds + _bin(scores, num_thresholds)
-        valid = valid[:, None]
+        outside = valid & jnp.any(_unbinnable(scores), axis=-1)
+        valid = (valid & ~outside)[:, None]
         return FrameHistogramState(
             counting.add(state.positives, _count_cells(cells, targets & valid, shape)),
             counting.add(state.negatives, _count_cells(cells, ~targets & valid, shape)),
+            counting.add(state.outside, _total(outside)),
         )
 
     def compute(state):
         pos, neg = counting.to_float(state.positives), counting.to_float(state.negatives)
-        frames = jnp.sum(pos[0] + neg[0])
-        overflow = jnp.zeros((), jnp.float32)
-        return _frame_results(_binned_ap(pos, neg), _binned_cap(pos, neg), frames, overflow, scored)
+        outside = counting.to_float(state.outside)
+        frames = jnp.sum(pos[0] + neg[0]) + outside
+        ap, cap = _binned_ap(pos, neg), _binned_cap(pos, neg)
+        return _frame_results(ap, cap, frames, outside, scored)
 
     return init, add, merge_states, compute
 
@@ -446,7 +456,9 @@ def frame_average_precision(
       num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
         cAP are exactly those of the scores rounded down to multiples of
         ``1 / num_thresholds``; ``merge`` adds and ``jax.lax.psum`` works. AP changes only
-        where a bin holds a positive and a negative of different scores.
+        where a bin holds a positive and a negative of different scores. A frame with a
+        score outside [0, 1] or NaN (logits) has no bin: ``overflow`` counts it, and every
+        result is NaN.
       interpolation: static AP interpolation in exact mode (binned mode is ``"step"``).
 
     >>> acc = frame_average_precision(num_classes=1, capacity=8)
@@ -484,11 +496,13 @@ class DetectionBufferState(NamedTuple):
 
 
 class DetectionHistogramState(NamedTuple):
-    """Binned mode: TP and FP per (class, threshold, score bin), and GT counts per class."""
+    """Binned mode: TP and FP per (class, threshold, score bin), GT counts per class, and the
+    predictions with a score outside [0, 1] (no bin)."""
 
     true_positives: counting.Count  # [C, K, B]
     false_positives: counting.Count  # [C, K, B]
     num_positives: counting.Count  # [C]
+    outside: counting.Count
 
 
 def _binned_detection_ap(tp_hist, fp_hist, npos, interpolation):
@@ -577,29 +591,33 @@ def _detection_histogram(num_classes, num_k, num_thresholds, interpolation):
 
     def init():
         zero = counting.zeros(shape)
-        return DetectionHistogramState(zero, zero, counting.zeros((num_classes,)))
+        return DetectionHistogramState(zero, zero, counting.zeros((num_classes,)), counting.zeros())
 
     def add(state, matches: Matches):
         threshold = jnp.arange(num_k, dtype=jnp.int32)[None, :]
         row = matches.label[:, None] * num_k + threshold
         cells = row * num_thresholds + _bin(matches.score, num_thresholds)[:, None]
-        valid = (matches.label < num_classes)[:, None]
+        predicted = matches.label < num_classes
+        outside = predicted & _unbinnable(matches.score)
+        valid = (predicted & ~outside)[:, None]
         tp = matches.true_positive
         return DetectionHistogramState(
             counting.add(state.true_positives, _count_cells(cells, tp & valid, shape)),
             counting.add(state.false_positives, _count_cells(cells, ~tp & valid, shape)),
             counting.add(state.num_positives, matches.num_positives),
+            counting.add(state.outside, _total(outside)),
         )
 
     def compute(state):
         tp, fp = counting.to_float(state.true_positives), counting.to_float(state.false_positives)
         npos = counting.to_float(state.num_positives)
-        ap = _binned_detection_ap(tp, fp, npos, interpolation)
+        outside = counting.to_float(state.outside)
+        ap = jnp.where(outside > 0, jnp.nan, _binned_detection_ap(tp, fp, npos, interpolation))
         return {
             "ap": ap,
-            "map": nanmean(ap.T),
-            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]),
-            "overflow": jnp.zeros((), jnp.float32),
+            "map": jnp.where(outside > 0, jnp.nan, nanmean(ap.T)),
+            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]) + outside,
+            "overflow": outside,
         }
 
     return init, add, merge_states, compute
@@ -632,7 +650,8 @@ def detection(
         sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order.
       num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
         the AP of scores rounded down to multiples of ``1 / num_thresholds``, the
-        predictions of a bin entering together).
+        predictions of a bin entering together). A prediction with a score outside [0, 1] or
+        NaN has no bin: ``overflow`` counts it, and every result is NaN.
       interpolation: static ``"all_point"`` or ``"11point"``.
       matching: static ``"activitynet"`` or ``"voc"``.
 
