@@ -14,6 +14,7 @@ from _reference import correctly_rounded_float32
 
 from jaxseg import metrics as M
 from jaxseg import streaming as S
+from jaxseg._src import counting
 from jaxseg._src.numerics import integer_ratio
 
 
@@ -250,3 +251,16 @@ def test_streaming_dense_scores_past_2_24_pixels_are_exact():
     assert result["pixel_accuracy"] == correctly_rounded_float32(trace, frames)
     np.testing.assert_array_equal(result["iou"], want["iou"])
     np.testing.assert_array_equal(result["dice"], want["f1"])
+
+
+def test_streaming_fixed_point_means_are_rounded_once():
+    """The sum of per-video edit scores (in 2**-24 units) over the videos, correctly rounded:
+    rounding the sum to float32 first gave 0.45234007 for 197,314,168 / (26 * 2**24)."""
+    ticks, videos = 197_314_168, 26
+    accumulator = S.segmentation()
+    state = accumulator.init()._replace(
+        edit_sum=counting.add(counting.zeros(), ticks),
+        videos=counting.add(counting.zeros(), videos),
+    )
+    edit = accumulator.compute(state)["edit"]
+    assert edit == correctly_rounded_float32(ticks, videos * 2**24) == np.float32(0.45234004)

@@ -22,7 +22,7 @@ from jaxseg._src.frame import (
     confusion_by_runs,
     score_fraction,
 )
-from jaxseg._src.numerics import precision_recall_f1, safe_divide
+from jaxseg._src.numerics import precision_recall_f1
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, segmentation_statistics
 
 EDIT_SCALE = 1 << 24
@@ -194,7 +194,7 @@ def _segmentation_results(state: SegmentationState) -> dict:
     def nan_if_overflow(x):
         return jnp.where(overflowed, jnp.nan, x)
 
-    edit = safe_divide(as_float(state.edit_sum) / EDIT_SCALE, as_float(state.videos), jnp.nan)
+    edit = counting.ratio(state.edit_sum, state.videos) / EDIT_SCALE  # rounded once
     return {
         "accuracy": counting.ratio(state.correct, state.frames),
         "edit": nan_if_overflow(edit),

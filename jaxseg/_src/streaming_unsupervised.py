@@ -176,9 +176,7 @@ def per_video_hungarian(
         return PerVideoState(sums, counts, videos)
 
     def compute(state):
-        means = counting.to_float(state.sums) / SCALE
-        defined = counting.to_float(state.defined)
-        means = jnp.where(defined > 0, means / jnp.where(defined > 0, defined, 1), jnp.nan)
+        means = counting.ratio(state.sums, state.defined) / SCALE  # rounded once
         out = {k: means[i] for i, k in enumerate(keys)}
         return {**out, "videos": counting.to_integer(state.videos)}
 
