@@ -21,6 +21,7 @@ from jaxseg._src.numerics import (
     count_ratio,
     count_set_bits,
     nanmean,
+    pairwise_sum,
     safe_divide,
 )
 from jaxseg._src.programs import one_program
@@ -385,7 +386,7 @@ def average_over_classes(per_class, support, micro, average: str):
     defined = ~jnp.isnan(per_class)
     weights = jnp.where(defined, support, 0.0)
     values = jnp.where(defined, per_class, 0.0)
-    return safe_divide(jnp.sum(weights * values, -1), jnp.sum(weights, -1), jnp.nan)
+    return safe_divide(pairwise_sum(weights * values), jnp.sum(weights, -1), jnp.nan)
 
 
 def scores_from_confusion(cm, score: str, average: str) -> jax.Array:

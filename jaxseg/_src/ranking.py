@@ -20,7 +20,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example
-from jaxseg._src.numerics import count_ratio, nanmean, running_sum, safe_divide
+from jaxseg._src.numerics import count_ratio, nanmean, pairwise_sum, running_sum, safe_divide
 from jaxseg._src.programs import one_program
 
 INTERPOLATIONS = ("step", "11point", "all_point")
@@ -162,13 +162,7 @@ def _tree_sum(x: jax.Array) -> jax.Array:
     padded = max(1, -(-x.shape[-1] // _SUM_BLOCK)) * _SUM_BLOCK
     x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, padded - x.shape[-1])])
     blocks = x.reshape(*x.shape[:-1], padded // _SUM_BLOCK, _SUM_BLOCK)
-    x = functools.reduce(operator.add, [blocks[..., i] for i in range(_SUM_BLOCK)])
-    n = x.shape[-1]
-    size = 1 << max(0, (n - 1).bit_length())
-    x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, size - n)])
-    while x.shape[-1] > 1:
-        x = x[..., 0::2] + x[..., 1::2]
-    return x[..., 0]
+    return pairwise_sum(functools.reduce(operator.add, [blocks[..., i] for i in range(_SUM_BLOCK)]))
 
 
 def cumulative_count(x: jax.Array) -> jax.Array:
