@@ -16,6 +16,7 @@ import pytest
 from jaxseg import losses as L
 from jaxseg import metrics as M
 from jaxseg import streaming as S
+from jaxseg.segments import lengths_to_mask
 
 WINDOWS = np.array([[0.0, 9.0], [20.0, 30.0]], np.float32)
 SCORES = np.array([0.9, 0.8], np.float32)
@@ -225,3 +226,28 @@ def test_highlight_hit_with_every_valid_score_minus_infinity_reads_a_valid_clip(
     accumulator = S.highlight(min_scores=(2,), num_annotators=1)
     state = accumulator.update(accumulator.init(), saliency[None], scores[None], mask=mask[None])
     assert accumulator.compute(state)["hit_at_1"].tolist() == [1.0]
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("soft_dice_loss", {"smooth": -1.0}),
+        ("soft_jaccard_loss", {"smooth": -1.0}),
+        ("tversky_loss", {"smooth": -1.0}),
+        ("generalized_dice_loss", {"smooth": -1.0}),
+        ("smoothing_loss", {"threshold": -1.0}),
+    ],
+)
+def test_negative_loss_constants_are_refused(name, option):
+    """A negative ``smooth`` gave a Dice loss of 1.34; a negative ``threshold`` acted as +1."""
+    (key,) = option
+    with pytest.raises(ValueError, match=f"{key} must be"):
+        getattr(L, name)(jnp.zeros((1, 4, 3)), jnp.zeros((1, 4), jnp.int32), **option)
+
+
+def test_lengths_beyond_the_padded_length_are_refused():
+    """A length above T gave a row of T valid frames, silently (a traced one still does)."""
+    for lengths in ([1, 5], [-1, 2]):
+        with pytest.raises(ValueError, match=r"lengths must lie in \[0, T\] = \[0, 4\]"):
+            lengths_to_mask(np.array(lengths), 4)
+    assert lengths_to_mask(np.array([0, 4]), 4).tolist() == [[False] * 4, [True] * 4]

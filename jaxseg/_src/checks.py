@@ -247,14 +247,15 @@ def static_positive_ints(name: str, values) -> tuple[int, ...]:
     return tuple(static_int(name, v, minimum=1) for v in values)
 
 
-def positive_if_static(name: str, value) -> None:
-    """Raises if ``value`` is a concrete number that is not > 0 (a traced value passes: it
-    may be annealed inside jit, where its value is not known)."""
+def positive_if_static(name: str, value, *, or_zero: bool = False) -> None:
+    """Raises if ``value`` is a concrete number that is not > 0 (>= 0 with ``or_zero``; a
+    traced value passes: it may be annealed inside jit, where its value is not known)."""
     if isinstance(value, jax.core.Tracer):
         return
     array = np.asarray(value)
-    if array.ndim == 0 and np.issubdtype(array.dtype, np.number) and not array > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}.")
+    if array.ndim == 0 and np.issubdtype(array.dtype, np.number):
+        if not (array >= 0 if or_zero else array > 0):
+            raise ValueError(f"{name} must be {'>=' if or_zero else '>'} 0, got {value!r}.")
 
 
 def static_labels(name: str, values) -> tuple[int, ...]:

@@ -186,7 +186,8 @@ def mean_rank(
       similarity, targets, mask, item_mask, ties: as in :func:`recall_at_k`.
 
     Returns:
-      ``float32[...]`` in [1, I]; NaN when no query is valid.
+      ``float32[...]`` in [1, I], +inf where a match is no real item; NaN when no query is
+      valid.
 
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> round(float(mean_rank(sim)), 6)
@@ -216,7 +217,8 @@ def median_rank(
       similarity, targets, mask, item_mask, ties: as in :func:`recall_at_k`.
 
     Returns:
-      ``float32[...]`` in [1, I]; NaN when no query is valid.
+      ``float32[...]`` in [1, I], +inf where a match is no real item; NaN when no query is
+      valid.
 
     >>> sim = jnp.array([[0.9, 0.1, 0.5], [0.7, 0.2, 0.2], [0.3, 0.3, 0.3]])
     >>> float(median_rank(sim))

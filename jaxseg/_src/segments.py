@@ -45,12 +45,25 @@ class Segments(NamedTuple):
     count: jax.Array
 
 
-@one_program
+def _lengths_within(arguments: dict) -> None:
+    """Host check of :func:`lengths_to_mask`: every length lies in ``[0, T]``."""
+    lengths, T = np.asarray(arguments["lengths"]), arguments["T"]
+    outside = (lengths < 0) | (lengths > T)
+    if outside.any():
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise ValueError(
+            f"lengths must lie in [0, T] = [0, {T}], got {lengths[where]} at index {where}."
+        )
+
+
+@one_program(host_check=_lengths_within)
 def lengths_to_mask(lengths, T: int) -> jax.Array:
     """A validity mask from sequence lengths: ``mask[..., t] = t < lengths[...]``.
 
     Args:
-      lengths: integer ``[...]`` number of valid (leading) frames of each sequence.
+      lengths: integer ``[...]`` number of valid (leading) frames of each sequence, in
+        ``[0, T]`` (a concrete length outside raises ``ValueError``; a traced one is
+        clipped there).
       T: static padded length.
 
     Returns:

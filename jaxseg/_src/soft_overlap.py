@@ -128,6 +128,7 @@ def soft_jaccard_loss(
       Rahman & Wang, Optimizing intersection-over-union in deep neural networks for image
       segmentation, ISVC 2016.
     """
+    checks.positive_if_static("smooth", smooth, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)
@@ -176,6 +177,7 @@ def soft_dice_loss(
     References:
       Milletari, Navab & Ahmadi, V-Net, 3DV 2016 (squared form).
     """
+    checks.positive_if_static("smooth", smooth, or_zero=True)
     form = checks.static_choice("form", form, ("sorensen", "squared"))
 
     def fn(probs, onehot):
@@ -225,6 +227,7 @@ def tversky_loss(
       Salehi, Erdogmus & Gholipour, Tversky loss function for image segmentation using 3D
       fully convolutional deep networks, MLMI 2017.
     """
+    checks.positive_if_static("smooth", smooth, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)
@@ -264,6 +267,7 @@ def generalized_dice_loss(
       Sudre et al., Generalised Dice overlap as a deep learning loss function for highly
       unbalanced segmentations, DLMIA 2017.
     """
+    checks.positive_if_static("smooth", smooth, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)

@@ -60,6 +60,7 @@ def smoothing_loss(
       Abu Farha & Gall, MS-TCN, CVPR 2019 (the T-MSE term, weight 0.15 there).
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
+    checks.positive_if_static("threshold", threshold)
     mask = checks.as_mask(mask, logits.shape[:-1])
     ignore_index = checks.static_ignore_index(ignore_index)
     if labels is not None:
