@@ -45,8 +45,10 @@ def random_batch(seed):
 
 
 def exact(state):
+    """The state's counts as integers and its other leaves (buffers of scores) as arrays."""
     is_count = lambda x: isinstance(x, streaming.Count)  # noqa: E731
-    return [np.asarray(streaming.to_int(c)) for c in jax.tree.leaves(state, is_leaf=is_count)]
+    leaves = jax.tree.leaves(state, is_leaf=is_count)
+    return [np.asarray(streaming.to_int(x) if is_count(x) else x) for x in leaves]
 
 
 def assert_identical(sharded, single, acc):
@@ -58,52 +60,75 @@ def assert_identical(sharded, single, acc):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def checks(name, acc, mesh, batch):
-    """``(label, thunk)`` pairs; each thunk raises when its sharded result differs."""
-    targets, predictions, mask = batch
-    update = jax.jit(acc.update)
-    single = update(acc.init(), targets, predictions, mask=mask)
+def checks(name, acc, mesh, arrays, keywords, *, additive=True):
+    """``(label, thunk)`` pairs; each thunk raises when its sharded result differs.
 
-    inputs = jax.device_put((targets, predictions, mask), NamedSharding(mesh, P("data")))
-    assert len(inputs[0].sharding.device_set) == DEVICES
+    ``update(state, *arrays, **keywords)`` (arrays ``[V, ...]``, keyword arrays or None)
+    under jit over the batch sharded along V, on a mesh of either axis type; on an Auto
+    mesh also a ``shard_map`` of per-device updates merged by ``psum``, for ``additive``
+    states (a buffer of scores is merged by concatenation, not by a sum).
+
+    The reference is the unsharded batch's update under the same mesh context: highlight's
+    float APs, rounded to fixed point, can differ in their last bits between programs
+    compiled with and without a context mesh, sharded or not.
+    """
+    update = jax.jit(acc.update)
+    single = lambda: update(acc.init(), *arrays, **keywords)  # noqa: E731
+
+    inputs = jax.device_put((arrays, keywords), NamedSharding(mesh, P("data")))
+    assert all(len(x.sharding.device_set) == DEVICES for x in jax.tree.leaves(inputs))
 
     def jit_over_named_sharding():
-        sharded = update(acc.init(), inputs[0], inputs[1], mask=inputs[2])
-        assert_identical(sharded, single, acc)
+        assert_identical(update(acc.init(), *inputs[0], **inputs[1]), single(), acc)
 
-    def step(state, t, p, m):
-        local = acc.update(acc.init(), t, p, mask=m)
+    def step(state, arrays, keywords):
+        local = acc.update(acc.init(), *arrays, **keywords)
         return acc.merge(state, jax.lax.psum(local, "data"))
 
-    def shard_map_psum(check_vma):
-        specs = dict(in_specs=(P(), P("data"), P("data"), P("data")), out_specs=P())
-        mapped = jax.jit(jax.shard_map(step, mesh=mesh, check_vma=check_vma, **specs))
-        start = update(acc.init(), targets[:3], predictions[:3], mask=mask[:3])
-        merged = mapped(start, *inputs)
-        assert_identical(merged, acc.merge(start, single), acc)
+    def shard_map_psum():
+        specs = dict(in_specs=(P(), P("data"), P("data")), out_specs=P())
+        mapped = jax.jit(jax.shard_map(step, mesh=mesh, **specs))
+        first = jax.tree.map(lambda x: x[:3], (arrays, keywords))
+        start = update(acc.init(), *first[0], **first[1])
+        assert_identical(mapped(start, *inputs), acc.merge(start, single()), acc)
 
     axis = mesh.axis_types[0].name
     out = [(f"{name}, {axis} mesh: jit over NamedSharding", jit_over_named_sharding)]
-    if mesh.axis_types[0] == AxisType.Auto:  # shard_map does not depend on the axis type
-        out.append((f"{name}, {axis} mesh: shard_map + psum", lambda: shard_map_psum(True)))
+    # shard_map does not depend on the axis type
+    if additive and mesh.axis_types[0] == AxisType.Auto:
+        out.append((f"{name}, {axis} mesh: shard_map + psum", shard_map_psum))
     return out
 
 
-def main(axis_types) -> int:
-    assert jax.device_count() == DEVICES, jax.devices()
-    batch = random_batch(0)
-    assert (~batch[2].any(axis=1)).any(), "the batch should hold padding rows"
-    accumulators = {
+def meshes(axis_types):
+    """One mesh of all devices on the ``data`` axis per axis type."""
+    return [jax.make_mesh((DEVICES,), ("data",), axis_types=(t,)) for t in axis_types]
+
+
+def parse_axis_types(names):
+    """Command-line names (``auto``, ``explicit``) as axis types; default Auto."""
+    return [AxisType[name.capitalize()] for name in names] or [AxisType.Auto]
+
+
+def accumulators():
+    """The accumulators checked here, by name."""
+    return {
         "segmentation": streaming.segmentation(
             num_classes=C, background=(0,), max_target_segments=16, max_predicted_segments=24
         ),
         "frame_metrics": streaming.frame_metrics(num_classes=C),
     }
+
+
+def main(axis_types) -> int:
+    assert jax.device_count() == DEVICES, jax.devices()
+    targets, predictions, mask = random_batch(0)
+    assert (~mask.any(axis=1)).any(), "the batch should hold padding rows"
     cases = []
-    for axis_type in axis_types:
-        mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(axis_type,))
-        for name, acc in accumulators.items():
-            cases += [(mesh, label, thunk) for label, thunk in checks(name, acc, mesh, batch)]
+    for mesh in meshes(axis_types):
+        for name, acc in accumulators().items():
+            labelled = checks(name, acc, mesh, (targets, predictions), {"mask": mask})
+            cases += [(mesh, label, thunk) for label, thunk in labelled]
     return run(cases)
 
 
@@ -124,4 +149,4 @@ def run(cases) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main([AxisType[name.capitalize()] for name in sys.argv[1:]] or [AxisType.Auto]))
+    sys.exit(main(parse_axis_types(sys.argv[1:])))

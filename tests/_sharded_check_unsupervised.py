@@ -21,31 +21,33 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 
 import _sharded_check as base
 import jax
-from jax.sharding import AxisType
 
 from jaxseg import streaming
 
 K = 4  # clusters
 
 
-def main(axis_types) -> int:
-    assert jax.device_count() == base.DEVICES, jax.devices()
-    targets, predictions, mask = base.random_batch(0)
-    batch = (targets - 1, (predictions + 1) % K - 1, mask)  # background -1 in both
+def accumulators():
     kw = dict(num_classes=base.C, num_clusters=K)
-    accumulators = {
+    return {
         "global_hungarian cte": streaming.global_hungarian(exclude_background=True, **kw),
         "global_hungarian asot": streaming.global_hungarian(protocol="asot", **kw),
         "per_video_hungarian twfinch": streaming.per_video_hungarian(**kw),
         "per_video_hungarian asot": streaming.per_video_hungarian(protocol="asot", **kw),
     }
+
+
+def main(axis_types) -> int:
+    assert jax.device_count() == base.DEVICES, jax.devices()
+    targets, predictions, mask = base.random_batch(0)
+    batch = (targets - 1, (predictions + 1) % K - 1, mask)  # background -1 in both
     cases = []
-    for axis_type in axis_types:
-        mesh = jax.make_mesh((base.DEVICES,), ("data",), axis_types=(axis_type,))
-        for name, acc in accumulators.items():
-            cases += [(mesh, label, thunk) for label, thunk in base.checks(name, acc, mesh, batch)]
+    for mesh in base.meshes(axis_types):
+        for name, acc in accumulators().items():
+            labelled = base.checks(name, acc, mesh, batch[:2], {"mask": batch[2]})
+            cases += [(mesh, label, thunk) for label, thunk in labelled]
     return base.run(cases)
 
 
 if __name__ == "__main__":
-    sys.exit(main([AxisType[name.capitalize()] for name in sys.argv[1:]] or [AxisType.Auto]))
+    sys.exit(main(base.parse_axis_types(sys.argv[1:])))

@@ -1,8 +1,10 @@
 """Sharded updates of the grounding and proposal accumulators on 8 simulated CPU devices equal
-the single-device result exactly (run by tests/test_grounding.py in a subprocess).
+the single-device result exactly (run by tests/test_grounding.py in a subprocess):
+``python tests/_sharded_grounding_check.py [auto] [explicit]``.
 
-For each accumulator: jit over a batch sharded on a NamedSharding, and shard_map + psum of
-per-device states; exact counts must be equal and computed metrics bit-identical.
+For each accumulator: jit over a batch sharded on a NamedSharding (meshes of either axis
+type), and shard_map + psum of per-device states (Auto); exact counts must be equal and
+computed metrics bit-identical.
 """
 
 from __future__ import annotations
@@ -16,17 +18,13 @@ os.environ["XLA_FLAGS"] = (
 # The eight devices are simulated CPUs: on a machine with a GPU, JAX would take its one GPU.
 os.environ["JAX_PLATFORMS"] = "cpu"
 
-import functools
-
+import _sharded_check as base
 import jax
 import numpy as np
-from _sharded_check import assert_identical, run
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from jaxseg import streaming
 
-DEVICES, BATCH = 8, 32
+BATCH = 32
 
 
 def windows(rng, shape):
@@ -71,36 +69,15 @@ def batches():
     }
 
 
-def check(acc, arrays, masks, mesh):
-    update = jax.jit(acc.update)
-    single = update(acc.init(), *arrays, **masks)
-    names = list(masks)
-    sharded = jax.device_put((*arrays, *masks.values()), NamedSharding(mesh, P("data")))
-    data, mask_values = sharded[: len(arrays)], sharded[len(arrays) :]
-    assert_identical(
-        update(acc.init(), *data, **dict(zip(names, mask_values, strict=True))), single, acc
-    )
-
-    def step(state, *xs):
-        local = acc.update(
-            acc.init(), *xs[: len(arrays)], **dict(zip(names, xs[len(arrays) :], strict=True))
-        )
-        return acc.merge(state, jax.lax.psum(local, "data"))
-
-    specs = dict(in_specs=(P(),) + (P("data"),) * len(sharded), out_specs=P())
-    mapped = jax.jit(jax.shard_map(step, mesh=mesh, **specs))
-    assert_identical(mapped(acc.init(), *sharded), single, acc)
-
-
-def main() -> int:
-    assert jax.device_count() == DEVICES, jax.devices()
-    mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(jax.sharding.AxisType.Auto,))
-    cases = [
-        (mesh, name, functools.partial(check, acc, arrays, masks, mesh))
-        for name, (acc, arrays, masks) in batches().items()
-    ]
-    return run(cases)
+def main(axis_types) -> int:
+    assert jax.device_count() == base.DEVICES, jax.devices()
+    cases = []
+    for mesh in base.meshes(axis_types):
+        for name, (acc, arrays, masks) in batches().items():
+            labelled = base.checks(name, acc, mesh, arrays, masks)
+            cases += [(mesh, label, thunk) for label, thunk in labelled]
+    return base.run(cases)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(base.parse_axis_types(sys.argv[1:])))

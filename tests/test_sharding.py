@@ -1,8 +1,10 @@
 """Sharded streaming updates on 8 simulated CPU devices equal the single-device result exactly.
 
-The checks live in ``tests/_sharded_check.py`` and run in a subprocess, because the number of
-simulated devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``) must be set before
-JAX is imported.
+The checks live in ``tests/_sharded_check.py`` (segmentation, frame metrics),
+``tests/_sharded_ranking_check.py`` (dense, top-k, retrieval, frame AP, detection) and the
+unsupervised and grounding scripts, and run in a subprocess, because the number of simulated
+devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``) must be set before JAX is
+imported.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import sys
 
 import pytest
 
-SCRIPT = pathlib.Path(__file__).with_name("_sharded_check.py")
+import jaxseg
+
+TESTS = pathlib.Path(__file__).parent
+SCRIPT = TESTS / "_sharded_check.py"
 
 
-def run_checks(*axis_types: str) -> subprocess.CompletedProcess:
+def run_checks(*axis_types: str, script=SCRIPT) -> subprocess.CompletedProcess:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
     env.pop("JAX_ENABLE_X64", None)
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *axis_types],
+        [sys.executable, str(script), *axis_types],
         env=env,
         capture_output=True,
         text=True,
@@ -49,3 +54,40 @@ def test_sharded_equals_single_device_on_explicit_mesh():
     result = run_checks("explicit")
     assert_passed(result)
     assert result.stdout.count("ok: ") == 2
+
+
+@pytest.mark.multidevice
+def test_ranking_accumulators_sharded():
+    """Dense, top-k, retrieval, and frame AP and detection in both modes (binned counts and
+    buffers of scores): jit over a sharded batch on Auto and Explicit meshes, and shard_map +
+    psum of the additive states, equal one device exactly. On an Explicit mesh their scatters
+    into replicated counts, reshapes and sorts raised until ``update`` ran on Auto axes."""
+    result = run_checks("auto", "explicit", script=TESTS / "_sharded_ranking_check.py")
+    assert_passed(result)
+    assert result.stdout.count("ok: ") == 19  # 7 x jit (2 meshes) + 5 additive shard_maps
+
+
+# The accumulators each check script exercises, by the factory that made them.
+_CHECKED = """
+import _sharded_check as a, _sharded_check_unsupervised as b
+import _sharded_grounding_check as c, _sharded_ranking_check as d
+accumulators = [*a.accumulators().values(), *b.accumulators().values()]
+accumulators += [case[0] for case in (*c.batches().values(), *d.cases().values())]
+print(*sorted({acc.update.__qualname__.split(".")[0] for acc in accumulators}))
+"""
+
+
+def test_every_streaming_accumulator_has_a_sharded_check():
+    """Each factory of ``jaxseg.streaming`` is checked on Auto and Explicit meshes by one of
+    the scripts (a new accumulator must join one)."""
+    factories = {
+        name
+        for name in jaxseg.streaming.__all__
+        if getattr(getattr(jaxseg.streaming, name), "__annotations__", {}).get("return")
+        == "Accumulator"
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", _CHECKED], capture_output=True, text=True, timeout=120, cwd=TESTS
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(result.stdout.split()) == factories

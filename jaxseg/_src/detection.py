@@ -161,7 +161,10 @@ def match_detections(
         take = jax.nn.one_hot(best, locked.shape[-1], dtype=bool) & hit[..., None]
         return locked | take, hit
 
+    # Derived from the data, so that inside shard_map the carry varies over the mesh axes as
+    # the IoUs do (a constant carry would not match the step's output).
     locked = jnp.zeros((num_videos, thresholds.shape[0], gt_labels.shape[1]), bool)
+    locked = locked & gt_mask[:, None, :]
     _, hits = lax.scan(step, locked, jnp.swapaxes(iou, 0, 1))  # [P, V, K]
     hits = jnp.swapaxes(hits, 0, 1)
     labels = jnp.take_along_axis(pred_labels, order, axis=1)
