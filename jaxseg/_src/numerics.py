@@ -125,10 +125,12 @@ def popcount(words):
 
 def count_ratio(counts, totals, fill=0.0):
     """``counts / totals``, each quotient correctly rounded, and ``fill`` where a total is 0:
-    non-negative integer counts over integer totals (float32 quotients, exact for every
-    count, :func:`integer_ratio`), or floats holding exact counts or sums (their dtype).
+    integer counts (float32 quotients) or floats holding exact counts or sums (their dtype),
+    over totals of either kind, below 2**24 (a row's frames or queries; the streaming
+    accumulators divide larger dataset counts with :func:`integer_ratio`, whose loop would
+    cost every jitted metric compilation time).
 
-    A float total that is the same for every quotient (without a mask, the frames of a padded
+    A total that is the same for every quotient (without a mask, the frames of a padded
     batch, the queries of a set) is one number to XLA, which divides by it as a product with
     its reciprocal (1 ulp off: 9 / 10 read 0.90000004). Made to vary like the counts (also
     under ``jax.vmap``) and put behind a barrier, the totals are divided quotient by quotient.
@@ -137,21 +139,12 @@ def count_ratio(counts, totals, fill=0.0):
     [0.8999999761581421, 0.8999999761581421]
     """
     counts, totals = jnp.asarray(counts), jnp.asarray(totals)
-    if jnp.issubdtype(counts.dtype, jnp.integer) and jnp.issubdtype(totals.dtype, jnp.integer):
-        return integer_ratio(_words(counts), _words(totals), fill)
     if jnp.issubdtype(counts.dtype, jnp.integer):
         varying, counts = counts & 0, counts.astype(jnp.float32)
     else:  # no integer trick on floats; isnan is False here, but XLA cannot know it
         varying = jnp.isnan(counts).astype(totals.dtype)
     totals = lax.optimization_barrier(totals + varying)
     return safe_divide(counts, totals.astype(counts.dtype), fill)
-
-
-def _words(x):
-    """Non-negative int32 or int64 values as ``(high, low)`` uint32 words."""
-    if x.dtype.itemsize <= 4:
-        return jnp.zeros(x.shape, jnp.uint32), x.astype(jnp.uint32)
-    return (x >> 32).astype(jnp.uint32), (x & 0xFFFFFFFF).astype(jnp.uint32)
 
 
 def _leading_zeros(high, low):
