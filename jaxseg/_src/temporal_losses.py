@@ -255,6 +255,7 @@ def _ctc_one(capacity, log_probs, transcript, valid, *, normalize, blank):
     loss = -ctc.ctc_log_likelihood(log_probs, jnp.sum(valid, dtype=jnp.int32), symbols, m, blank)
     if normalize == "target":
         loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
+    loss = jnp.where(jnp.any(valid), loss, 0.0)  # no frame: 0.0, not -log(1) = -0.0
     return jnp.where(count > capacity, jnp.nan, loss)
 
 
