@@ -1,8 +1,10 @@
-"""Sharded streaming updates on 8 simulated CPU devices equal the single-device result exactly.
+"""Sharded streaming updates on 8 simulated CPU devices equal the single-device result exactly,
+and the public functions take a batch sharded on an Explicit mesh.
 
 The checks live in ``tests/_sharded_check.py`` (segmentation, frame metrics),
-``tests/_sharded_ranking_check.py`` (dense, top-k, retrieval, frame AP, detection) and the
-unsupervised and grounding scripts, and run in a subprocess, because the number of simulated
+``tests/_sharded_ranking_check.py`` (dense, top-k, retrieval, frame AP, detection), the
+unsupervised and grounding scripts and ``tests/_sharded_public_check.py`` (every function of
+the contract registry), and run in a subprocess, because the number of simulated
 devices (``XLA_FLAGS=--xla_force_host_platform_device_count=8``) must be set before JAX is
 imported.
 """
@@ -14,6 +16,11 @@ import pathlib
 import subprocess
 import sys
 
+import _contract
+import _contract_grounding
+import _contract_losses
+import _contract_ranking
+import _contract_unsupervised
 import pytest
 
 import jaxseg
@@ -65,6 +72,19 @@ def test_ranking_accumulators_sharded():
     result = run_checks("auto", "explicit", script=TESTS / "_sharded_ranking_check.py")
     assert_passed(result)
     assert result.stdout.count("ok: ") == 19  # 7 x jit (2 meshes) + 5 additive shard_maps
+
+
+@pytest.mark.multidevice
+def test_public_functions_on_an_explicit_mesh():
+    """Every function of the contract registry under ``jax.jit`` over a batch sharded on an
+    Explicit mesh, two outside ``jax.jit`` and the sequence losses' gradients, equal one
+    device (13 raised ``ShardingTypeError`` before the public functions ran such axes as
+    Auto)."""
+    result = run_checks(script=TESTS / "_sharded_public_check.py")
+    assert_passed(result)
+    modules = (_contract, _contract_grounding, _contract_losses, _contract_ranking)
+    cases = sum(len(m.CASES) for m in (*modules, _contract_unsupervised))
+    assert result.stdout.count("ok: ") == cases + 2
 
 
 # The accumulators each check script exercises, by the factory that made them.

@@ -8,10 +8,6 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import jax
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
-
 from jaxseg._src.programs import one_program
 
 
@@ -70,53 +66,6 @@ def _one_program(fn: Callable) -> Callable:
     return one_program(fn if key is None else _SameCode(fn, key))
 
 
-def _explicit_mesh(arrays):
-    """The mesh with Explicit axes that ``arrays`` are typed on: the context mesh
-    (``jax.set_mesh``), else the mesh of an argument's sharding; None where there is none (no
-    mesh, an Auto mesh, only Manual axes inside ``shard_map``)."""
-    mesh = jax.sharding.get_abstract_mesh()
-    if mesh.empty:
-        meshes = (getattr(jax.typeof(x).sharding, "mesh", None) for x in arrays)
-        mesh = next((m for m in meshes if m is not None and m.explicit_axes), mesh)
-    return mesh if not mesh.empty and mesh.explicit_axes else None
-
-
-def _explicit_axes_as_auto(update: Callable) -> Callable:
-    """``update`` traced with the Explicit axes of its arguments' mesh made Auto, returning
-    its state replicated (as ``init`` makes it); ``update`` itself where there are none.
-
-    On an Explicit axis every operation must resolve its output's sharding while it is
-    traced, and the kernels' scatters of a sharded batch into replicated counts, their
-    reshapes, sorts of rows against replicated ones and vmaps over a batch sharded in some
-    operands only do not (``ShardingTypeError``). On Auto axes the compiler partitions them
-    as on an Auto mesh, into the same exact counts. Arrays are passed through
-    ``jax.sharding.auto_axes`` (which retypes them) and every other argument as it is.
-    """
-
-    @functools.wraps(update)
-    def call(*args, **kwargs):
-        leaves, tree = jax.tree.flatten((args, kwargs))
-        where = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
-        mesh = _explicit_mesh([leaves[i] for i in where])
-        if mesh is None:
-            return update(*args, **kwargs)
-
-        def on_arrays(arrays):
-            retyped = dict(zip(where, arrays, strict=True))
-            args, kwargs = jax.tree.unflatten(
-                tree, [retyped.get(i, x) for i, x in enumerate(leaves)]
-            )
-            return update(*args, **kwargs)
-
-        replicated = NamedSharding(mesh, P())
-        on_auto = jax.sharding.auto_axes(
-            on_arrays, axes=mesh.explicit_axes, out_sharding=replicated
-        )
-        return on_auto([leaves[i] for i in where])
-
-    return call
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Accumulator:
     """Streaming evaluation as pure functions, in the spirit of an optax transformation.
@@ -143,7 +92,6 @@ class Accumulator:
 
     def __post_init__(self):
         object.__setattr__(self, "_functions", (self.init, self.update, self.merge, self.compute))
-        object.__setattr__(self, "update", _explicit_axes_as_auto(self.update))
         for name in ("update", "merge", "compute"):
             object.__setattr__(self, name, _one_program(getattr(self, name)))
 

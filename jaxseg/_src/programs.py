@@ -6,6 +6,10 @@ pays a few hundred compilations on its first call and a few hundred dispatches o
 later one. :func:`one_program` compiles the whole function instead, once per shapes, dtypes
 and static arguments. Under a trace (``jax.jit``, ``jax.vmap``, ``jax.grad``) it calls the
 function as it is, so that it joins the caller's program.
+
+On a mesh with Explicit axes (``jax.make_mesh``'s default) the function runs with those axes
+as Auto ones (:class:`_ExplicitAxesAsAuto`), so that every public function takes a batch
+sharded over them, inside a user's ``jax.jit`` or not.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from collections.abc import Callable
 
 import jax
 import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxseg._src import checks
 
@@ -55,6 +61,7 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
     if fn is None:
         return functools.partial(one_program, host_check=host_check)
     signature = inspect.signature(fn)
+    runs = _ExplicitAxesAsAuto(fn)
     defaults = {
         name: parameter.default
         for name, parameter in signature.parameters.items()
@@ -65,17 +72,73 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
     def call(*args, **kwargs):
         split = _split_arguments(signature, args, kwargs)
         if split is None:
-            return fn(*args, **kwargs)
+            return runs(*args, **kwargs)
         static, arrays = split
         try:
-            result = _program(fn, static, arrays)
+            result = _program(runs, static, arrays)
         except (jax.errors.JAXTypeError, jax.errors.JAXIndexError):
-            return fn(*args, **kwargs)
+            return runs(*args, **kwargs)
         if host_check is not None:
             host_check({**defaults, **_values(static), **arrays})
         return result
 
     return call
+
+
+def explicit_mesh(arrays):
+    """The mesh with Explicit axes that ``arrays`` are typed on: the context mesh
+    (``jax.set_mesh``), else the mesh of an argument's sharding; None where there is none (no
+    mesh, an Auto mesh, only Manual axes inside ``shard_map``)."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if mesh.empty:
+        meshes = (getattr(jax.typeof(x).sharding, "mesh", None) for x in arrays)
+        mesh = next((m for m in meshes if m is not None and m.explicit_axes), mesh)
+    return mesh if not mesh.empty and mesh.explicit_axes else None
+
+
+class _ExplicitAxesAsAuto:
+    """``fn`` traced with the Explicit axes of its arguments' mesh made Auto, its results
+    replicated; ``fn`` itself where there are none. Equal for equal ``fn`` (a static
+    argument of :func:`_program`, which programs of equal functions share).
+
+    On an Explicit axis every operation must resolve its output's sharding while it is
+    traced, and the kernels' scatters of a sharded batch into replicated counts, their
+    reshapes, sorts of rows against replicated ones and vmaps over a batch sharded in some
+    operands only do not (``ShardingTypeError``). On Auto axes the compiler partitions them
+    as on an Auto mesh, into the numbers of one device. Arrays are passed through
+    ``jax.sharding.auto_axes`` (which retypes them), every other argument as it is; the
+    results are replicated because their shapes (per sequence, per class, one number) are
+    known only once traced, and ``auto_axes`` asks for their sharding before.
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+
+    def __eq__(self, other):
+        return isinstance(other, _ExplicitAxesAsAuto) and self.fn == other.fn
+
+    def __hash__(self):
+        return hash(self.fn)
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = jax.tree.flatten((args, kwargs))
+        where = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
+        mesh = explicit_mesh([leaves[i] for i in where])
+        if mesh is None:
+            return self.fn(*args, **kwargs)
+
+        def on_arrays(arrays):
+            retyped = dict(zip(where, arrays, strict=True))
+            args, kwargs = jax.tree.unflatten(
+                tree, [retyped.get(i, x) for i, x in enumerate(leaves)]
+            )
+            return self.fn(*args, **kwargs)
+
+        replicated = NamedSharding(mesh, P())
+        on_auto = jax.sharding.auto_axes(
+            on_arrays, axes=mesh.explicit_axes, out_sharding=replicated
+        )
+        return on_auto([leaves[i] for i in where])
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
