@@ -85,7 +85,7 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
     return call
 
 
-def explicit_mesh(arrays):
+def _explicit_mesh(arrays):
     """The mesh with Explicit axes that ``arrays`` are typed on: the context mesh
     (``jax.set_mesh``), else the mesh of an argument's sharding; None where there is none (no
     mesh, an Auto mesh, only Manual axes inside ``shard_map``)."""
@@ -123,7 +123,7 @@ class _ExplicitAxesAsAuto:
     def __call__(self, *args, **kwargs):
         leaves, tree = jax.tree.flatten((args, kwargs))
         where = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
-        mesh = explicit_mesh([leaves[i] for i in where])
+        mesh = _explicit_mesh([leaves[i] for i in where])
         if mesh is None:
             return self.fn(*args, **kwargs)
 
