@@ -42,7 +42,7 @@ from jaxseg._src.ranking import (
     top_k_hits,
     without_ambiguous,
 )
-from jaxseg._src.retrieval import TIES, retrieval_ranks
+from jaxseg._src.retrieval import TIES, doubled_ranks, reciprocal_rank_mean, retrieval_ranks
 from jaxseg._src.streaming_segmentation import class_scores, merge_states, pooled_accuracy
 
 
@@ -226,9 +226,7 @@ def retrieval(
             )
         ranks = retrieval_ranks(similarity, targets=targets, item_mask=item_mask, ties=ties)
         valid = checks.as_valid(mask, ranks.shape)
-        # twice the rank; slot `size` holds the matches never retrieved (rank +inf)
-        doubled = jnp.round(jnp.where(jnp.isfinite(ranks), 2.0 * ranks, size)).astype(jnp.int32)
-        histogram = _count_cells(doubled, valid, (size + 1,))
+        histogram = _count_cells(doubled_ranks(ranks, num_items), valid, (size + 1,))
         return RetrievalState(counting.add(state.rank_histogram, histogram))
 
     def compute(state):
@@ -249,7 +247,7 @@ def retrieval(
         median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
         return {
             "recall": jnp.stack([mean((rank < kk).astype(jnp.float32)) for kk in ks]),
-            "mean_reciprocal_rank": mean(1.0 / (rank + 1.0)),
+            "mean_reciprocal_rank": reciprocal_rank_mean(counts),
             "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
             "queries": counting.to_integer(state.rank_histogram).sum(),

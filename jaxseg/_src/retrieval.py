@@ -7,12 +7,14 @@ the default ``"pessimistic"`` rule, and neither does a NaN one (NaN counts as -i
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.numerics import count_ratio
+from jaxseg._src.numerics import count_ratio, pairwise_sum, safe_divide
 from jaxseg._src.programs import one_program
 
 TIES = ("pessimistic", "optimistic", "average")
@@ -61,6 +63,29 @@ def _ranks(similarity, targets, mask, item_mask, ties):
     rank = jnp.where(real, rank, jnp.inf)
     valid = jnp.ones(targets.shape, bool) if mask is None else mask
     return rank, valid
+
+
+def doubled_ranks(rank, num_items: int):
+    """int32 twice the 0-based ranks ``[...]`` (exact for the half ranks of ``"average"``
+    ties), ``2 * num_items`` for a match never retrieved (rank +inf): the cells of a
+    histogram of ranks, ``[2 I + 1]``."""
+    doubled = jnp.where(jnp.isfinite(rank), 2.0 * rank, 2.0 * num_items)
+    return jnp.round(doubled).astype(jnp.int32)
+
+
+def reciprocal_rank_mean(counts):
+    """MRR from float32 rank histograms ``[..., 2 I + 1]`` (:func:`doubled_ranks`' cells):
+    ``sum_r counts_r / (r + 1) / sum_r counts_r``, NaN for no query.
+
+    The batch metric and the streaming accumulator both compute it so, from the same counts
+    in the same order of additions, so that they give the same bits: a sum over queries in
+    their order would depend on that order and on how the stream split them.
+    """
+    cells = counts.shape[-1]
+    rank = jnp.arange(cells, dtype=jnp.float32) / 2.0
+    reciprocal = jnp.where(jnp.arange(cells) < cells - 1, 1.0 / (rank + 1.0), 0.0)
+    total = pairwise_sum(counts * reciprocal.reshape((1,) * (counts.ndim - 1) + (cells,)))
+    return safe_divide(total, pairwise_sum(counts), jnp.nan)
 
 
 def _query_mean(values, valid):
@@ -166,7 +191,13 @@ def mean_reciprocal_rank(
       Voorhees, "The TREC-8 Question Answering Track Report", TREC 1999.
     """
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
-    return _query_mean(1.0 / (rank + 1.0), valid)
+    batch, cells = rank.shape[:-1], 2 * similarity.shape[-1] + 1
+    size = math.prod(batch) * cells
+    # Each row's histogram of ranks, scattered flat: row b's cells start at b * cells.
+    rows = jnp.arange(math.prod(batch), dtype=jnp.int32).reshape((*batch, 1)) * cells
+    index = jnp.where(valid, rows + doubled_ranks(rank, similarity.shape[-1]), size)
+    counts = jnp.zeros(size, jnp.float32).at[index].add(1.0, mode="drop")
+    return reciprocal_rank_mean(counts.reshape((*batch, cells)))
 
 
 @one_program
