@@ -68,12 +68,14 @@ def checks(name, acc, mesh, arrays, keywords, *, additive=True):
     mesh also a ``shard_map`` of per-device updates merged by ``psum``, for ``additive``
     states (a buffer of scores is merged by concatenation, not by a sum).
 
-    The reference is the unsharded batch's update under the same mesh context: highlight's
-    float APs, rounded to fixed point, can differ in their last bits between programs
-    compiled with and without a context mesh, sharded or not.
+    The reference is the unsharded batch's update without a mesh, computed here (the checks
+    run under ``jax.set_mesh``): the program compiled under a context mesh must give the same
+    bits. Highlight's APs once did not (XLA divided their precisions by the reciprocals of
+    constant ranks in one of the two programs, ``numerics.count_ratio``).
     """
     update = jax.jit(acc.update)
-    single = lambda: update(acc.init(), *arrays, **keywords)  # noqa: E731
+    reference = update(acc.init(), *arrays, **keywords)
+    single = lambda: reference  # noqa: E731
 
     inputs = jax.device_put((arrays, keywords), NamedSharding(mesh, P("data")))
     assert all(len(x.sharding.device_set) == DEVICES for x in jax.tree.leaves(inputs))

@@ -13,7 +13,7 @@ from jax import lax
 
 from jaxseg._src import batching, checks
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
-from jaxseg._src.numerics import safe_divide
+from jaxseg._src.numerics import count_ratio, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
 
@@ -427,7 +427,7 @@ def _grouped_interpolated_ap(positive, scores, valid):
     tp = jnp.cumsum(positive.astype(jnp.int32), axis=0)  # [N, A]
     first = running_max(jnp.where(start, index, 0))
     before = jnp.where(first[:, None] > 0, tp[jnp.maximum(first - 1, 0)], 0)
-    precision = tp.astype(jnp.float32) / (index + 1).astype(jnp.float32)[:, None]
+    precision = count_ratio(tp, (index + 1)[:, None])  # correctly rounded: see count_ratio
     precision = jnp.where(end[:, None], precision, 0.0)
     envelope = running_max(precision.T, reverse=True)  # [A, N]
     counted = (end[:, None] & (tp > before)).T

@@ -434,7 +434,7 @@ def _calibrated_ap(ranked: _Ranked, after: jax.Array) -> tuple[jax.Array]:
 def _voc_precision(ranked: _Ranked):
     tp = cumulative_count(ranked.positive)
     rank = lax.broadcasted_iota(jnp.int32, tp.shape, tp.ndim - 1) + 1
-    precision = jnp.where(ranked.valid, tp.astype(jnp.float32) / rank.astype(jnp.float32), 0.0)
+    precision = jnp.where(ranked.valid, count_ratio(tp, rank), 0.0)  # see count_ratio
     return tp, suffix_max(precision)
 
 
@@ -637,7 +637,7 @@ def precision_recall_curve(
     end = _group_end(ranked)
     index = lax.broadcasted_iota(jnp.int32, end.shape, 1)
     tp = cumulative_count(pos)
-    precision = tp.astype(jnp.float32) / (index + 1).astype(jnp.float32)
+    precision = count_ratio(tp, index + 1)  # correctly rounded: see count_ratio
     recall = safe_divide(tp.astype(jnp.float32), tp[..., -1:].astype(jnp.float32), jnp.nan)
     point = ranked.valid & (end == index)
     return PrecisionRecallCurve(
