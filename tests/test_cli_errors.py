@@ -313,3 +313,88 @@ def test_ground_truth_path_that_is_a_file(dataset, capsys):
     assert fails(capsys, truth, predictions / "a") == (
         f"{predictions / 'a'}: is a file; the predictions argument must be a folder of files"
     )
+
+
+def test_unreadable_npy_files_are_named(dataset, capsys):
+    """numpy's reader raised EOFError on an empty file and returned an archive for an .npz
+    under an .npy name (AttributeError later): tracebacks."""
+    _, truth, predictions = dataset
+    (predictions / "b").unlink()
+    (predictions / "b.npy").write_bytes(b"")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: not a readable .npy array (EOFError: No data left in file)"
+    )
+    np.savez(predictions / "b.npz", labels=np.array([2, 1, 1]))
+    (predictions / "b.npz").rename(predictions / "b.npy")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: not a .npy array but an .npz archive of several arrays"
+    )
+
+
+def test_crlf_results_file_names_the_line_of_a_bad_label(dataset, capsys):
+    _, truth, predictions = dataset
+    (predictions / "b").write_bytes(b"### Frame level recognition: ###\r\nopen stir open\r\n")
+    assert fails(capsys, truth, predictions).startswith(
+        f"{predictions / 'b'}:2: unknown label 'stir' (frame 2)"
+    )
+
+
+def test_a_mapping_file_in_the_ground_truth_folder_is_no_video(dataset, capsys):
+    root, truth, predictions = dataset
+    (root / "mapping.txt").rename(truth / "mapping.txt")
+    assert main(["evaluate", str(truth), str(predictions), "--format", "json", "--quiet"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["videos"] == 2
+
+
+def test_output_through_a_link_writes_its_target(dataset, capsys):
+    """A rename put a regular file in the link's place (``/dev/stdout`` as root)."""
+    root, truth, predictions = dataset
+    target = root / "results.json"
+    (root / "link.json").symlink_to(target)
+    argv = ["evaluate", str(truth), str(predictions), "--format", "json", "--quiet"]
+    assert main([*argv, "--output", str(root / "link.json")]) == 0
+    assert (root / "link.json").is_symlink()
+    assert json.loads(target.read_text())["summary"]["videos"] == 2
+
+
+def test_os_errors_are_one_line(dataset, capsys, monkeypatch):
+    """An OSError no check foresaw (a full disk, a permission found late) is reported as one
+    line naming the file, not as a traceback."""
+    _, truth, predictions = dataset
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("jaxseg._host.report.emit", full)
+    assert fails(capsys, truth, predictions) == "cannot read or write: No space left on device"
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(truth / "a.txt"))
+
+    monkeypatch.setattr("jaxseg._host.report.emit", denied)
+    assert fails(capsys, truth, predictions) == f"{truth / 'a.txt'}: Permission denied"
+
+
+def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
+    _, truth, predictions = dataset
+    for argv in (
+        ["--confidence", "0.9", "--samples", "1"],
+        ["--confidence", "0.9", "--seed", str(2**32)],
+        ["--confidence", "0.9", "--seed", "-1"],
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main(["evaluate", str(truth), str(predictions), *argv])
+        assert exit_.value.code == 2
+        assert "usage: jaxseg evaluate" in capsys.readouterr().err
+    # Without a mapping, the classes of .npy labels are 0..largest: a confusion matrix of
+    # 46,341 of them overflowed int32 (a traceback), and 40,000 exhausted the memory.
+    sparse = truth.parent / "sparse"
+    for folder, labels in (("groundTruth", [0, 1]), ("predictions", [0, 2000])):
+        (sparse / folder).mkdir(parents=True)
+        np.save(sparse / folder / "c.npy", np.array(labels))
+    pytest.importorskip("matplotlib")
+    message = fails(
+        capsys, sparse / "groundTruth", sparse / "predictions", "--plot", sparse / "pictures"
+    )
+    assert message.startswith("--plot draws the 2001 x 2001 confusion matrix of the classes")
+    assert not (sparse / "pictures").exists()

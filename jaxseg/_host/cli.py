@@ -95,15 +95,16 @@ def _overlap(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
+def _seed(text: str) -> int:
+    """A seed of ``jax.random.key``, which keeps 32 bits (5 and 2**32 + 5 drew the same)."""
     value = _parse(text, int, "an integer")
-    _require(value >= 1, f"must be at least 1, got {text}")
+    _require(0 <= value < 2**32, f"must be in 0..{2**32 - 1}, got {text}")
     return value
 
 
-def _seed(text: str) -> int:
+def _replicates(text: str) -> int:
     value = _parse(text, int, "an integer")
-    _require(-(2**63) <= value < 2**63, f"must be a 64-bit integer, got {text}")
+    _require(value >= 2, f"must be at least 2 (a spread needs two replicates), got {text}")
     return value
 
 
@@ -206,7 +207,7 @@ def _add_segmentation_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples",
-        type=_positive,
+        type=_replicates,
         default=10_000,
         metavar="N",
         help="bootstrap replicates / permutations (default 10000)",
@@ -657,6 +658,12 @@ def _run_evaluate(args) -> int:
         )
     else:
         dataset = _read(_ground_truth_folder(args.ground_truth), Path(args.predictions), args)
+    if args.plot is not None and len(dataset.class_names) > _PLOT_CLASSES:
+        raise InputError(
+            f"--plot draws the {len(dataset.class_names)} x {len(dataset.class_names)} "
+            f"confusion matrix of the classes: at most {_PLOT_CLASSES} classes, got "
+            f"{len(dataset.class_names)} (leave out --plot, or number the labels densely)"
+        )
     background = _background_indices(args.background, dataset.class_names)
     iou_thresholds = tuple(dict.fromkeys(args.iou_thresholds))
     evaluator = _evaluator(
@@ -695,6 +702,9 @@ def _run_evaluate(args) -> int:
 
 
 _METRICS = (("Acc", "accuracy"), ("Edit", "edit"))
+# Classes of the --plot confusion matrix: a picture of more has no readable cell, and its
+# int32 cell index overflowed at 46,341 classes (40,000 exhausted the memory).
+_PLOT_CLASSES = 1024
 
 
 def _comparison_report(dataset_a, result, *, background, iou_thresholds, args) -> reports.Report:
@@ -829,6 +839,14 @@ def _out_of_device_memory(error: Exception) -> bool:
     )
 
 
+def _os_error(error: OSError) -> str:
+    """``error`` as one line: the file it names (if any) and the reason."""
+    reason = error.strerror or str(error)
+    if error.filename is None:
+        return f"cannot read or write: {reason}"
+    return f"{error.filename}: {reason}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
     from jaxseg._host import cli_detection, cli_grounding
@@ -855,6 +873,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `jaxseg evaluate ... | head`
         sys.stderr.close()
         return 0
+    except OSError as error:  # a file the checks could not foresee, or a full disk
+        print(f"jaxseg: error: {_os_error(error)}", file=sys.stderr)
+        return USER_ERROR
     except MemoryError:
         print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
         return USER_ERROR

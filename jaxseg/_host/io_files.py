@@ -24,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 _LABEL_SUFFIXES = (".txt", ".npy")
+_MAPPING_FILE = "mapping.txt"
 # Class indices and cluster ids index per-class count tables (the Evaluator's: largest label + 1
 # entries on the host and on the device), which this bound keeps at a few MB; a larger label
 # is a misread file or ids to relabel, not a class.
@@ -129,9 +130,14 @@ def read_npy(path: Path, what: str) -> np.ndarray:
     """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
     require_file(path, what)
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"{path}: not a readable .npy array ({error})") from None
+        array = np.load(path, allow_pickle=False)
+    except Exception as error:  # numpy's readers raise EOFError, BadZipFile, ... on bad bytes
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise InputError(f"{path}: not a readable .npy array ({reason})") from None
+    if not isinstance(array, np.ndarray):  # an .npz archive under an .npy name
+        array.close()
+        raise InputError(f"{path}: not a .npy array but an .npz archive of several arrays")
+    return array
 
 
 def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
@@ -228,7 +234,8 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
         # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
         ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
-        body = body[min(ends) + 1 :] if ends else b""
+        end = min(ends) + 1 if ends else len(body)
+        body = body[end + 1 :] if body[end - 1 : end + 1] == b"\r\n" else body[end:]
         first_line += 1
     tokens = body.split()
     if not tokens:
@@ -426,10 +433,15 @@ def _without_other_files(
     truth: dict[str, Path], predicted: dict[str, Path]
 ) -> tuple[dict[str, Path], dict[str, Path]]:
     """``truth`` and ``predicted`` without the files that have no counterpart and are no
-    label files (``README.md``, ``results.json``): not videos."""
+    label files (``README.md``, ``results.json``) or are a ``mapping.txt`` (which
+    :func:`find_mapping` also looks for inside the ground-truth folder): not videos."""
 
     def videos(files, other):
-        return {n: f for n, f in files.items() if n in other or _label_like(f)}
+        return {
+            n: f
+            for n, f in files.items()
+            if n in other or (_label_like(f) and f.name != _MAPPING_FILE)
+        }
 
     return videos(truth, predicted), videos(predicted, truth)
 
@@ -441,7 +453,7 @@ def _label_like(path: Path) -> bool:
 
 def find_mapping(ground_truth: Path) -> Path | None:
     """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any."""
-    for candidate in (ground_truth / "mapping.txt", ground_truth.parent / "mapping.txt"):
+    for candidate in (ground_truth / _MAPPING_FILE, ground_truth.parent / _MAPPING_FILE):
         if candidate.is_file():
             return candidate
     return None
@@ -618,17 +630,30 @@ def _umask() -> int:
     return mask
 
 
+def _write_through(path: Path, data: bytes) -> None:
+    """Writes ``data`` into what ``path`` names (a link's target, a device, a pipe)."""
+    try:
+        with open(path, "wb") as stream:
+            stream.write(data)
+    except OSError as error:
+        raise InputError(f"{path}: cannot write: {error.strerror or error}") from None
+
+
 def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
     """Writes ``content`` to ``path`` all at once: a temporary file beside it, then a rename.
 
     The file gets the mode any new file gets (``0o666`` less the umask), not the temporary
     file's ``0o600``. A folder that cannot be written raises :class:`InputError`; nothing is
-    left behind.
+    left behind. A symbolic link, a device or a pipe (``/dev/stdout``) is written through,
+    not replaced.
     """
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a file name to write")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        _write_through(path, data)  # a rename would replace the link or the device itself
+        return
     if not path.parent.is_dir():
         raise InputError(f"{path}: output folder {path.parent} does not exist")
     try:
