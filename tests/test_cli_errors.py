@@ -398,3 +398,17 @@ def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
     )
     assert message.startswith("--plot draws the 2001 x 2001 confusion matrix of the classes")
     assert not (sparse / "pictures").exists()
+
+
+def test_output_dash_is_stdout_and_a_long_name_is_written(dataset, capsys, monkeypatch):
+    """``--output -`` wrote a file named '-'; an output name of 241-255 characters was
+    refused, its temporary file's name being too long."""
+    root, truth, predictions = dataset
+    monkeypatch.chdir(root)
+    argv = ["evaluate", str(truth), str(predictions), "--format", "json", "--quiet"]
+    assert main([*argv, "--output", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["videos"] == 2
+    assert not (root / "-").exists()
+    long_name = "r" * 250 + ".json"
+    assert main([*argv, "--output", long_name]) == 0
+    assert json.loads((root / long_name).read_text())["summary"]["videos"] == 2

@@ -154,7 +154,9 @@ def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
         "4 gives the digits MS-TCN's eval.py prints)",
     )
     parser.add_argument(
-        "--output", metavar="FILE", help="write the results to FILE (atomically) instead of stdout"
+        "--output",
+        metavar="FILE",
+        help="write the results to FILE (atomically) instead of stdout ('-': stdout)",
     )
     parser.add_argument(
         "--quiet",

@@ -25,6 +25,9 @@ import numpy as np
 
 _LABEL_SUFFIXES = (".txt", ".npy")
 _MAPPING_FILE = "mapping.txt"
+# Characters of an output's name kept in its temporary file's name, so that the latter fits
+# the usual limit of 255 bytes whenever the output's own name does.
+_TEMPORARY_STEM = 64
 # Class indices and cluster ids index per-class count tables (the Evaluator's: largest label + 1
 # entries on the host and on the device), which this bound keeps at a few MB; a larger label
 # is a misread file or ids to relabel, not a class.
@@ -658,7 +661,7 @@ def write_atomic(path: str | os.PathLike, content: str | bytes) -> None:
         raise InputError(f"{path}: output folder {path.parent} does not exist")
     try:
         handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+            dir=path.parent, prefix=f".{path.name[:_TEMPORARY_STEM]}.", suffix=".tmp"
         )
     except OSError as error:
         reason = error.strerror or error

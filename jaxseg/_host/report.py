@@ -177,10 +177,13 @@ def description(
     return f"{videos:,} videos, {frames:,} frames, {classes} classes; background: {ignored}{extra}"
 
 
+STDOUT = "-"  # the --output that names stdout, as in most command-line tools
+
+
 def check_output(path: str | None) -> None:
     """Fails early (before any work) when ``--output`` cannot be written: a folder, a missing
-    or read-only folder."""
-    if path is None:
+    or read-only folder. ``-`` is stdout."""
+    if path is None or path == STDOUT:
         return
     if Path(path).is_dir():
         raise InputError(f"{path}: is a folder; --output needs a file name")
@@ -209,8 +212,9 @@ def check_folder(path: str | None, option: str) -> None:
 
 
 def emit(text: str, output: str | None, *, quiet: bool) -> None:
-    """Writes results to stdout, or atomically to ``output`` (with a note on stderr)."""
-    if output is None:
+    """Writes results to stdout (``output`` None or ``-``), or atomically to ``output`` (with
+    a note on stderr)."""
+    if output is None or output == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
