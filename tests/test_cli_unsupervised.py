@@ -154,3 +154,17 @@ def test_npy_ground_truth_is_checked_against_the_mapping(folders, capsys):
     assert message == (
         f"{truth / 'c.npy'}: label 7 at frame 3 is not a class of {root / 'mapping.txt'} (0..3)"
     )
+
+
+def test_cluster_ids_beyond_the_matching_table_are_named(folders, capsys):
+    """An id of 100,000 made the matching's (largest id + 1)^2 table exhaust the memory, and
+    the message then blamed the number of videos; a uint64 id of 2**64 - 1 was read as -1,
+    the background cluster."""
+    root, _, predictions = folders
+    (predictions / "c.txt").unlink()
+    for ids in (np.array([1, 1, 100_000, 1, 1]), np.array([1, 1, 2**64 - 1, 1, 1], np.uint64)):
+        np.save(predictions / "c.npy", ids)
+        assert fails(capsys, root, predictions, "--matching", "global") == (
+            f"{predictions / 'c.npy'}: cluster id {ids[2]} at frame 3 is not in [-1, 8192) "
+            "(the matching compares (largest id + 1)^2 pairs: number the clusters densely)"
+        )

@@ -16,7 +16,6 @@ import numpy as np
 
 from jaxseg._host import report as reports
 from jaxseg._host.io_files import (
-    LABEL_LIMIT,
     InputError,
     _check_in_range,
     _decode_text,
@@ -72,6 +71,11 @@ def add_arguments(parser) -> None:
     )
 
 
+# Cluster ids the matching takes: its assignment table has (largest id + 1)^2 entries, 2 GB
+# at 2**14 and beyond this machine's memory at 2**16 (the error then blamed the videos).
+CLUSTER_LIMIT = 1 << 13
+
+
 def read_cluster_ids(path: Path) -> np.ndarray:
     """One video's cluster ids: integers ``>= -1`` from a text or ``.npy`` file."""
     if path.suffix == ".npy":
@@ -81,7 +85,7 @@ def read_cluster_ids(path: Path) -> np.ndarray:
                 f"{path}: expected integer cluster ids [T], got dtype {array.dtype} "
                 f"shape {array.shape}"
             )
-        ids = array.astype(np.int64)
+        ids = array  # checked in its own dtype: a uint64 id of 2**64 - 1 would cast to -1
     else:
         data = _read_bytes(path, "prediction file")
         text = _decode_text(path, data, "prediction file")
@@ -100,9 +104,13 @@ def read_cluster_ids(path: Path) -> np.ndarray:
         if not values:
             raise InputError(f"{path}: empty file (no cluster ids)")
         ids = np.asarray(values, np.int64)
-    if ids.min() < -1 or ids.max() >= LABEL_LIMIT:
-        bad = int(np.argmax((ids < -1) | (ids >= LABEL_LIMIT)))
-        raise InputError(f"{path}: cluster id {ids[bad]} at frame {bad + 1} is not in [-1, 2^20)")
+    outside = (ids < -1) | (ids >= CLUSTER_LIMIT)
+    if outside.any():
+        bad = int(np.argmax(outside))
+        raise InputError(
+            f"{path}: cluster id {ids[bad]} at frame {bad + 1} is not in [-1, {CLUSTER_LIMIT}) "
+            "(the matching compares (largest id + 1)^2 pairs: number the clusters densely)"
+        )
     return ids.astype(np.int32)
 
 
