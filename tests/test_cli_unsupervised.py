@@ -168,3 +168,21 @@ def test_cluster_ids_beyond_the_matching_table_are_named(folders, capsys):
             f"{predictions / 'c.npy'}: cluster id {ids[2]} at frame 3 is not in [-1, 8192) "
             "(the matching compares (largest id + 1)^2 pairs: number the clusters densely)"
         )
+
+
+@pytest.mark.parametrize(
+    "matching, option",
+    [
+        ("global", ["--per-video"]),
+        ("asot-full", ["--per-video"]),
+        ("global", ["--iou-divisor", "3"]),
+        ("per-video", ["--segments-per-video", "3"]),
+        ("per-video", ["--iou-thresholds", "0.5"]),
+        ("asot-per", ["--plot-videos", "2"]),
+    ],
+)
+def test_options_a_protocol_would_ignore_are_refused(folders, capsys, matching, option):
+    root, _, predictions = folders
+    assert fails(capsys, root, predictions, "--matching", matching, *option) == (
+        f"--matching {matching} does not take {option[0]}"
+    )

@@ -71,6 +71,8 @@ def add_arguments(parser) -> None:
     )
 
 
+# The protocols scoring the whole set at once (no per-video rows).
+_SET_LEVEL = ("global", "asot-full")
 # Cluster ids the matching takes: its assignment table has (largest id + 1)^2 entries, 2 GB
 # at 2**14 and beyond this machine's memory at 2**16 (the error then blamed the videos).
 CLUSTER_LIMIT = 1 << 13
@@ -194,7 +196,7 @@ def evaluate(args, targets, predictions, num_classes: int, background: tuple[int
         )
     result = {k: np.asarray(v) for k, v in fn(gt, pred, mask).items()}
     columns = _COLUMNS[args.matching]
-    if args.matching in ("global", "asot-full"):
+    if args.matching in _SET_LEVEL:
         overall = {key: float(result[key]) for _, key in columns}
         if args.matching == "global" and bg:
             overall.update(mof_bg=float(result["mof_bg"]), iou_bg=float(result["iou_bg"]))
@@ -245,6 +247,22 @@ def report(args, names, targets, class_names, background, overall, per_video):
     return reports.Report(text, summary, tuple(sections))
 
 
+def _check_protocol_options(args) -> None:
+    """Refuses an option that the chosen protocol would silently ignore."""
+    from jaxseg._host.cli import DEFAULT_IOU_THRESHOLDS
+
+    ignored = (
+        (args.plot_videos != 0, "--plot-videos"),
+        (tuple(args.iou_thresholds) != DEFAULT_IOU_THRESHOLDS, "--iou-thresholds"),
+        (args.per_video and args.matching in _SET_LEVEL, "--per-video"),
+        (args.segments_per_video is not None and args.matching != "global", "--segments-per-video"),
+        (args.iou_divisor is not None and args.matching != "per-video", "--iou-divisor"),
+    )
+    for flag, name in ignored:
+        if flag:
+            raise InputError(f"--matching {args.matching} does not take {name}")
+
+
 def run(args) -> int:
     """``jaxseg evaluate --matching ...``."""
     from jaxseg._host.cli import _load_jax
@@ -258,6 +276,7 @@ def run(args) -> int:
     ):
         if flag:
             raise InputError(f"--matching does not take {name}")
+    _check_protocol_options(args)
     if not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders")
     if args.segments_per_video is not None and args.segments_per_video < 1:
