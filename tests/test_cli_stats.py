@@ -119,3 +119,20 @@ def test_compare_names_each_file_left_out_once(tmp_path, capsys):
         "named like a label file (no suffix, .txt or .npy): "
         f"{truth / 'video_09.mp4'}, {predictions_b / 'README.md'}\n"
     )
+
+
+def test_a_bootstrap_over_one_video_is_refused(tmp_path, capsys):
+    """Resampling one video gave intervals of no width and, in compare, a bootstrap
+    p-value of 1 / (N + 1): a difference read as significant."""
+    videos = random_videos(3, 1, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    (name,) = videos
+    for command, argv in (
+        ("evaluate", (truth, predictions, "--confidence", "0.9")),
+        ("compare", (truth, predictions, predictions)),
+    ):
+        assert main([command, *map(str, argv)]) == 2
+        what = "--confidence" if command == "evaluate" else "compare"
+        assert capsys.readouterr().err == (
+            f"jaxseg: error: {what} resamples videos: it needs at least 2, got 1 ({name})\n"
+        )

@@ -620,6 +620,16 @@ def _write_plots(
         print(f"jaxseg: wrote {count} {plural} to {directory}", file=sys.stderr)
 
 
+def _check_resampled(dataset: SegmentationDataset, what: str) -> None:
+    """Refuses a bootstrap over one video: every replicate is that video, so the intervals
+    have no width and a difference of two models reads as significant (p = 1 / (N + 1))."""
+    if len(dataset.names) < 2:
+        raise InputError(
+            f"{what} resamples videos: it needs at least 2, got {len(dataset.names)} "
+            f"({dataset.names[0]})"
+        )
+
+
 def _confidence_intervals(evaluator, iou_thresholds, confidence: float, samples: int, seed: int):
     """Percentile-bootstrap intervals over videos of every reported metric (jaxseg.stats)."""
     from jaxseg.stats import segmentation_intervals
@@ -677,6 +687,7 @@ def _run_evaluate(args) -> int:
     class_stats = _class_statistics(dataset) if args.plot is not None else None
     intervals = None
     if args.confidence is not None:
+        _check_resampled(dataset, "--confidence")
         intervals = _confidence_intervals(
             evaluator, iou_thresholds, args.confidence, args.samples, args.seed
         )
@@ -764,6 +775,7 @@ def _run_compare(args) -> int:
     folders = [Path(args.predictions_a), Path(args.predictions_b)]
     dataset_a, dataset_b = (_read(ground_truth, folder, args, note=False) for folder in folders)
     note_other_files(ground_truth, folders, args)
+    _check_resampled(dataset_a, "compare")
     background = _background_indices(args.background, dataset_a.class_names)
     iou_thresholds = tuple(dict.fromkeys(args.iou_thresholds))
     statistics = [
