@@ -142,7 +142,8 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys):
     assert json.loads(out)["summary"]["brief"]["MR-middle-mAP"] is None
     _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[5, 4, 0.9]]}])
     _check_error(capsys, ["grounding", gt, sub], f"{sub}:1", "start <= end")
-    _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], "pred_saliency_scores": [1]}])
+    saliency = {"pred_saliency_scores": [1, 0, 0, 0, 0]}  # one per 2-second clip of 10 s
+    _jsonl(sub, [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], **saliency}])
     _jsonl(
         gt,
         [

@@ -11,6 +11,7 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -20,8 +21,9 @@ import numpy as np
 from jaxseg._host import report as reports
 from jaxseg._host.io_files import (
     InputError,
+    _decode_text,
+    _read_bytes,
     is_finite_number,
-    read_json,
     read_label_array,
     read_npy,
     require_file,
@@ -97,7 +99,7 @@ def _add_proposal_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-proposals",
         type=int,
-        default=100,
+        default=None,
         metavar="M",
         help="proposals: average number of proposals per video of the curve's end (default "
         "100, ActivityNet; 1000 for THUMOS-14's AR@50..1000)",
@@ -107,8 +109,9 @@ def _add_proposal_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         type=int,
         metavar="AN",
-        help="proposals: AR at these average numbers of proposals (default 1 5 10 100, or the "
-        "multiples of M/100 among 1 5 10 50 100 200 500 1000)",
+        help="proposals: AR at these average numbers of proposals, multiples of M/100 up to M "
+        "(the curve's points); default 1 5 10 100 for M = 100, otherwise those of 1 5 10 50 "
+        "100 200 500 1000 on the curve, and M itself",
     )
 
 
@@ -116,13 +119,13 @@ def _add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
     """The ground-truth subset and the tIoU thresholds of offline detection."""
     parser.add_argument(
         "--subset",
-        default="validation",
+        default=None,
         help="ground-truth subset to evaluate (default: validation; 'all' for every video)",
     )
     parser.add_argument(
         "--preset",
         choices=sorted(PRESETS),
-        default="activitynet",
+        default=None,
         help="tIoU thresholds: activitynet = 0.5:0.05:0.95 (default), thumos14 = 0.3:0.1:0.7",
     )
     parser.add_argument(
@@ -148,7 +151,7 @@ def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
         "--ambiguous",
         nargs="*",
         type=int,
-        default=(),
+        default=None,
         metavar="INDEX",
         help="online: columns whose positive frames are removed from every class (THUMOS: 21)",
     )
@@ -157,6 +160,65 @@ def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
+class _RepeatedKey(dict):
+    """A JSON object in which ``key`` appears more than once (``json`` keeps the last value)."""
+
+    key: str = ""
+
+
+def _object_pairs(pairs: list) -> dict:
+    """``object_pairs_hook`` that marks an object with a repeated key instead of dropping it."""
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    repeated, seen = _RepeatedKey(out), set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated.key = key
+            break
+        seen.add(key)
+    return repeated
+
+
+def _first_repeated(value, where: str = ""):
+    """(location, object) of the first object of a document with a repeated key, or None."""
+    if isinstance(value, _RepeatedKey):
+        return where, value
+    if not isinstance(value, (dict, list)):
+        return None
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        found = _first_repeated(item, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
+def read_json_object(path: Path, what: str):
+    """The JSON document of ``path``; a key repeated in one object is an :class:`InputError`.
+
+    ``json`` keeps only the last of repeated keys: a video listed twice in 'results' would lose
+    its first detections without a word, and change the scores.
+    """
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
+    text = _decode_text(path, _read_bytes(path, what), what)
+    try:
+        document = json.loads(text, object_pairs_hook=_object_pairs)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
+        ) from None
+    found = _first_repeated(document)
+    if found:
+        where, repeated = found
+        if where in ("['database']", "['results']"):
+            raise InputError(f"{path}: video {repeated.key!r} appears twice in {where[2:-2]!r}")
+        raise InputError(
+            f"{path}: key {repeated.key!r} appears twice in the object {where or 'at the top'}"
+        )
+    return document
+
+
 def _member(path: Path, document, key: str, what: str) -> dict:
     if not isinstance(document, dict) or not isinstance(document.get(key), dict):
         raise InputError(f"{path}: {what} needs a '{key}' object mapping video ids to entries")
@@ -192,10 +254,13 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
     not in the subset keep their detections, which can only be false positives.
     """
     database = _member(
-        ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+        ground_truth,
+        read_json_object(ground_truth, "ground-truth file"),
+        "database",
+        "ground-truth file",
     )
     results = _member(
-        submission, read_json(submission, "submission file"), "results", "submission file"
+        submission, read_json_object(submission, "submission file"), "results", "submission file"
     )
     truth: dict[str, list[tuple[float, float, str]]] = {}
     subsets = set()
@@ -393,7 +458,8 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
             f"shape {scores.shape}"
         )
     if np.isnan(scores).any():
-        raise InputError(f"{scores_path}: scores hold NaN")
+        frame, column = np.argwhere(np.isnan(scores))[0]
+        raise InputError(f"{scores_path}: scores hold NaN (first at frame {frame}, class {column})")
     targets = read_npy(targets_path, "targets file")
     if targets.ndim == 1:
         labels = read_label_array(targets_path)
@@ -406,6 +472,13 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
         raise InputError(
             f"{targets_path}: targets have shape {targets.shape} but scores "
             f"{scores.shape} ({scores_path})"
+        )
+    # Any non-zero target is a positive: a NaN or infinite one would count as one silently.
+    if np.issubdtype(targets.dtype, np.inexact) and not np.isfinite(targets).all():
+        frame, column = np.argwhere(~np.isfinite(targets))[0]
+        raise InputError(
+            f"{targets_path}: targets hold {targets[frame, column]} at frame {frame}, class "
+            f"{column}; expected 0 or 1"
         )
     return targets != 0, scores.astype(np.float32)
 
@@ -465,15 +538,53 @@ def _online(args) -> reports.Report:
     return reports.Report(text, summary, tuple(sections))
 
 
+# The modes that use each option (attribute, flag): another mode refuses it, rather than
+# ignoring it without a word (``--online --thresholds 5`` ran and printed per-frame mAP).
+MODE_OPTIONS = {
+    ("subset", "--subset"): ("offline", "proposals"),
+    ("preset", "--preset"): ("offline",),
+    ("thresholds", "--thresholds"): ("offline",),
+    ("per_class", "--per-class"): ("offline", "online"),
+    ("max_proposals", "--max-proposals"): ("proposals",),
+    ("at", "--at"): ("proposals",),
+    ("background", "--background"): ("online",),
+    ("ambiguous", "--ambiguous"): ("online",),
+}
+MODE_NAMES = {"offline": "offline detection", "online": "--online", "proposals": "--proposals"}
+DEFAULTS = {"subset": "validation", "preset": "activitynet", "max_proposals": 100, "ambiguous": ()}
+
+
+def _mode(args: argparse.Namespace) -> str:
+    """The mode of the command; refuses options it does not use, then fills in the defaults
+    (options default to None, so that an option given with its default value is seen)."""
+    if args.online and args.proposals:
+        raise InputError(
+            "--online and --proposals cannot be combined (per-frame .npy arrays or "
+            "ActivityNet proposal JSON)"
+        )
+    mode = "proposals" if args.proposals else "online" if args.online else "offline"
+    for (name, flag), modes in MODE_OPTIONS.items():
+        if mode not in modes and getattr(args, name) not in (None, False):
+            used = " and ".join(MODE_NAMES[m] for m in modes)
+            raise InputError(f"{flag} is not used by {MODE_NAMES[mode]} (only by {used})")
+    if args.preset is not None and args.thresholds is not None:
+        raise InputError("give --preset or --thresholds, not both")
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return mode
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``jaxseg detection``; returns the exit status."""
+    mode = _mode(args)
     reports.check_output(args.output)
-    if args.proposals:
+    if mode == "proposals":
         from jaxseg._host.cli_grounding import proposal_report
 
         report = proposal_report(args)
     else:
-        report = _online(args) if args.online else _offline(args)
+        report = _online(args) if mode == "online" else _offline(args)
     text = reports.render(report, args.format, decimals=args.decimals)
     reports.emit(text, args.output, quiet=args.quiet)
     return 0

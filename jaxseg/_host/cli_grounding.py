@@ -20,7 +20,6 @@ from jaxseg._host.io_files import (
     _decode_text,
     _read_bytes,
     is_finite_number,
-    read_json,
     text_lines,
 )
 
@@ -78,6 +77,22 @@ def add_parser(commands, add_output_arguments) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading
 # ------------------------------------------------------------------------------------------
+class _RepeatedKeyError(Exception):
+    """A key appears twice in one JSON object."""
+
+
+def _unique_keys(pairs: list) -> dict:
+    """``object_pairs_hook`` refusing a key repeated in one object."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKeyError(key)
+            seen.add(key)
+    return out
+
+
 def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
     """(line number, object) of every non-blank line of a JSON Lines file."""
     rows = []
@@ -86,11 +101,14 @@ def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as error:
             raise InputError(
                 f"{path}:{number}: not a JSON object ({error.msg}, column {error.colno})"
             ) from None
+        except _RepeatedKeyError as error:
+            # json keeps the last of repeated keys: the first value would be lost without a word
+            raise InputError(f"{path}:{number}: key {error.args[0]!r} appears twice") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
         rows.append((number, row))
@@ -135,11 +153,17 @@ def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
 
 def read_nlq(ground_truth: Path, predictions: Path):
     """Ego4D NLQ annotations and predictions -> (targets [Q, 1, 2], predictions [Q, P, 2],
-    mask [Q, P], number of annotated queries); one row per prediction entry, as the script."""
-    document = read_json(ground_truth, "ground-truth file")
+    mask [Q, P], number of annotated queries); one row per prediction entry, as the script.
+
+    A (clip_uid, annotation_uid) pair annotated twice is an error: the script keeps the last
+    one for matching but counts the queries of both."""
+    from jaxseg._host.cli_detection import read_json_object
+
+    document = read_json_object(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
         raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
     queries: dict[tuple[str, str], list] = {}
+    first: dict[tuple[str, str], str] = {}  # where each pair is annotated
     for v, video in enumerate(document["videos"]):
         for c, clip in enumerate(
             _field(ground_truth, f"videos[{v}]", video, "clips", list, "a list")
@@ -151,9 +175,15 @@ def read_nlq(ground_truth: Path, predictions: Path):
             ):
                 at = f"{where}.annotations[{a}]"
                 key = (uid, _field(ground_truth, at, ann, "annotation_uid", str, "a string"))
+                if key in first:
+                    raise InputError(
+                        f"{ground_truth}: {at}: clip_uid/annotation_uid {key[0]}/{key[1]} "
+                        f"appears twice (first at {first[key]})"
+                    )
+                first[key] = at
                 rows = _field(ground_truth, at, ann, "language_queries", list, "a list")
                 queries[key] = [(at + f".language_queries[{i}]", q) for i, q in enumerate(rows)]
-    document = read_json(predictions, "predictions file")
+    document = read_json_object(predictions, "predictions file")
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise InputError(f"{predictions}: NLQ predictions need a 'results' list")
     targets, predicted = [], []
@@ -191,6 +221,24 @@ def _qids(path: Path, rows, what: str) -> dict:
             raise InputError(f"{path}:{number}: {what} qid {qid!r} appears twice")
         out[qid] = (number, row)
     return out
+
+
+def _num_clips(path: Path, number: int, row: dict) -> int:
+    """``mk_gt_scores``' number of 2-second clips, ``int(duration / 2)``: at least one (the
+    reference takes the argmax of each query's scores)."""
+    duration = row.get("duration")
+    if not is_finite_number(duration) or duration <= 0:
+        raise InputError(
+            f"{path}:{number}: 'duration' must be a finite number > 0, got {duration!r}"
+        )
+    if duration >= 2**32:  # no file holds that many scores; 1e300 clips were allocated
+        raise InputError(f"{path}:{number}: 'duration' {duration!r} seconds is too long (< 2^32)")
+    if duration < 2:
+        raise InputError(
+            f"{path}:{number}: 'duration' {duration!r} holds no 2-second clip for "
+            "pred_saliency_scores"
+        )
+    return int(duration / 2)
 
 
 def _saliency(path: Path, number: int, row: dict, num_clips: int) -> np.ndarray:
@@ -234,14 +282,18 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
             rows = _field(submission, f"line {m}", entry, "pred_relevant_windows", list, "a list")
             pred.append([window(f"{submission}:{m}", w, scored=True) for w in rows])
         if "pred_saliency_scores" in entry:
-            duration = _field(ground_truth, f"line {n}", row, "duration", (int, float), "a number")
-            num_clips = int(duration / 2)
+            num_clips = _num_clips(ground_truth, n, row)
             values = _field(submission, f"line {m}", entry, "pred_saliency_scores", list, "a list")
             if not all(is_finite_number(v) for v in values):
                 raise InputError(f"{submission}:{m}: pred_saliency_scores must be numbers")
-            padded = np.zeros(num_clips)
-            padded[: min(num_clips, len(values))] = values[:num_clips]
-            scores.append(padded)
+            # standalone_eval asserts one score per clip (get_ap); neither cut nor pad them
+            if len(values) != num_clips:
+                raise InputError(
+                    f"{submission}:{m}: qid {qid!r}: pred_saliency_scores has {len(values)} "
+                    f"scores, expected {num_clips}, one per 2-second clip of the duration "
+                    f"{row['duration']!r} ({ground_truth}:{n})"
+                )
+            scores.append(np.array(values, np.float64))
             labels.append(_saliency(ground_truth, n, row, num_clips))
     out = {"queries": len(qids), "mr": None, "hl": None}
     if pred:
@@ -414,12 +466,17 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
     proposals count in the total that sets each video's budget). Returns (videos with targets,
     targets, target mask, proposals, scores, proposal mask, number of proposals).
     """
-    from jaxseg._host.cli_detection import _member, _segment
+    from jaxseg._host.cli_detection import _member, _segment, read_json_object
 
     database = _member(
-        ground_truth, read_json(ground_truth, "ground-truth file"), "database", "ground-truth file"
+        ground_truth,
+        read_json_object(ground_truth, "ground-truth file"),
+        "database",
+        "ground-truth file",
     )
-    results = _member(proposals, read_json(proposals, "proposal file"), "results", "proposal file")
+    results = _member(
+        proposals, read_json_object(proposals, "proposal file"), "results", "proposal file"
+    )
     truth = {}
     for video, entry in database.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("annotations", []), list):
@@ -451,11 +508,39 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
     return sum(bool(rows) for rows in truth.values()), gt, gm, table[..., :2], table[..., 2], pm
 
 
+def _on_curve(average: int, max_average: int) -> bool:
+    """Whether the curve has a point at ``average`` proposals: its AN are j * M / 100."""
+    return 1 <= average <= max_average and (average * 100) % max_average == 0
+
+
 def _default_at(max_average: int) -> tuple[int, ...]:
+    """The AN points reported without --at: ActivityNet's, or those of the usual points that
+    lie on the curve and the curve's end M (none of them lies on it for M = 3, 7 or 30)."""
     if max_average == 100:
         return (1, 5, 10, 100)  # ActivityNet
     candidates = (1, 5, 10, 50, 100, 200, 500, 1000)  # THUMOS-14 (M = 1000): 50 ... 1000
-    return tuple(a for a in candidates if a <= max_average and (a * 100) % max_average == 0)
+    return tuple(dict.fromkeys(a for a in (*candidates, max_average) if _on_curve(a, max_average)))
+
+
+def _at(args) -> tuple[int, ...]:
+    """The AN points of the report: --at (checked against the curve's points) or defaults."""
+    max_average = args.max_proposals
+    if max_average < 1:
+        raise InputError(f"--max-proposals must be at least 1, got {max_average}")
+    if not args.at:
+        return _default_at(max_average)
+    for average in args.at:
+        if average > max_average:
+            raise InputError(
+                f"--at {average} is above --max-proposals {max_average}, the curve's end "
+                "(give a larger --max-proposals)"
+            )
+        if not _on_curve(average, max_average):
+            raise InputError(
+                f"--at values must be multiples of --max-proposals/100 up to {max_average} "
+                f"(the curve's points), got {average}"
+            )
+    return tuple(dict.fromkeys(args.at))
 
 
 def proposal_report(args) -> reports.Report:
@@ -464,16 +549,10 @@ def proposal_report(args) -> reports.Report:
 
     from jaxseg.metrics import proposal_average_recall
 
+    max_average, at = args.max_proposals, _at(args)  # before the files are read
     videos, gt, gm, props, scores, pm = read_activitynet_proposals(
         Path(args.ground_truth), Path(args.predictions), args.subset
     )
-    max_average = args.max_proposals
-    at = tuple(args.at) if args.at else _default_at(max_average)
-    if max_average < 1 or any(a < 1 or a > max_average or (a * 100) % max_average for a in at):
-        raise InputError(
-            f"--at values must be multiples of --max-proposals/100 up to "
-            f"{max_average}, got {list(at)}"
-        )
     with jax.enable_x64(True):
         curve = jax.jit(proposal_average_recall, static_argnames=("max_average_proposals", "at"))(
             gt,

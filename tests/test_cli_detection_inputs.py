@@ -1,0 +1,262 @@
+"""Input checks of `jaxseg detection` (offline, --online, --proposals) and `jaxseg grounding`:
+bad input is a one-line error with exit status 2, never a traceback or a silently wrong number."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxseg._host.cli import main
+
+
+def run(capsys, *argv):
+    code = main([*map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fails(capsys, *argv) -> str:
+    """The one-line error of a command that must exit with status 2."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (code, err)
+    assert err.startswith("jaxseg: error: ") and err.count("\n") == 1, err
+    return err
+
+
+ONE_VIDEO = (
+    '"v1": {"subset": "validation", "annotations": '
+    '[{"segment": [0, 10], "label": "a"}, {"segment": [20, 30], "label": "a"}]}'
+)
+
+
+def _anet(tmp_path, database_videos=ONE_VIDEO):
+    truth = tmp_path / "gt.json"
+    truth.write_text(f'{{"database": {{{database_videos}}}}}')
+    return truth
+
+
+# ------------------------------------------------------------------------------------------
+# --proposals: the AN points of the report
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("max_proposals", "points"),
+    [
+        (100, [1, 5, 10, 100]),  # ActivityNet
+        (1000, [10, 50, 100, 200, 500, 1000]),
+        (20, [1, 5, 10, 20]),  # the curve's end is reported too
+        (30, [30]),  # none of 1 5 10 50 ... lies on the curve: a traceback before
+        (3, [3]),
+        (7, [7]),
+    ],
+)
+def test_proposals_without_at_report_the_points_on_the_curve(
+    tmp_path, capsys, max_proposals, points
+):
+    truth = _anet(tmp_path)
+    proposals = tmp_path / "prop.json"
+    proposals.write_text(json.dumps({"results": {"v1": [{"segment": [0, 10], "score": 0.9}]}}))
+    argv = ["detection", "--proposals", truth, proposals, "--format", "json"]
+    code, out, err = run(capsys, *argv, "--max-proposals", max_proposals)
+    assert code == 0, err
+    row = json.loads(out)["proposals"][0]
+    assert [k for k in row if k.startswith("AR@")] == [f"AR@{p}" for p in points]
+    assert row[f"AR@{max_proposals}"] == pytest.approx(50.0)  # 1 of the 2 instances found
+
+
+def test_proposal_points_off_the_curve_are_errors(tmp_path, capsys):
+    truth = _anet(tmp_path)
+    proposals = tmp_path / "prop.json"
+    proposals.write_text(json.dumps({"results": {"v1": [{"segment": [0, 10], "score": 0.9}]}}))
+    argv = ["detection", "--proposals", truth, proposals]
+    err = fails(capsys, *argv, "--max-proposals", "20", "--at", "10", "30")
+    assert "--at 30 is above --max-proposals 20, the curve's end" in err
+    err = fails(capsys, *argv, "--max-proposals", "30", "--at", "10")
+    assert "multiples of --max-proposals/100 up to 30 (the curve's points), got 10" in err
+    assert "--max-proposals must be at least 1, got 0" in fails(
+        capsys, *argv, "--max-proposals", "0", "--at", "1"
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# Repeated keys and ids
+# ------------------------------------------------------------------------------------------
+DETECTION = '{"segment": [%d, %d], "label": "a", "score": 0.9}'
+
+
+def test_a_video_repeated_in_the_submission_is_an_error(tmp_path, capsys):
+    """json keeps the last of repeated keys: the first detections were lost (mAP 50, not 100)."""
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text(
+        f'{{"results": {{"v1": [{DETECTION % (0, 10)}],\n "v1": [{DETECTION % (20, 30)}]}}}}'
+    )
+    err = fails(capsys, "detection", truth, submission, "--thresholds", "0.5")
+    assert f"{submission}: video 'v1' appears twice in 'results'" in err
+    submission.write_text(
+        f'{{"results": {{"v1": [{DETECTION % (0, 10)}, {DETECTION % (20, 30)}]}}}}'
+    )
+    code, out, err = run(capsys, "detection", truth, submission, "--thresholds", "0.5",
+                         "--format", "csv")  # fmt: skip
+    assert code == 0 and out.splitlines()[1] == "map,mAP,100.0,100.0", err
+
+
+def test_a_video_repeated_in_the_ground_truth_is_an_error(tmp_path, capsys):
+    video = '"v1": {"subset": "validation", "annotations": [{"segment": [0, 10], "label": "a"}]}'
+    truth, submission = _anet(tmp_path, f"{video}, {video}"), tmp_path / "sub.json"
+    submission.write_text(f'{{"results": {{"v1": [{DETECTION % (0, 10)}]}}}}')
+    err = fails(capsys, "detection", truth, submission)
+    assert f"{truth}: video 'v1' appears twice in 'database'" in err
+    proposals = tmp_path / "prop.json"
+    proposals.write_text('{"results": {"v1": [{"segment": [0, 10], "score": 0.9}]}}')
+    err = fails(capsys, "detection", "--proposals", truth, proposals)
+    assert f"{truth}: video 'v1' appears twice in 'database'" in err
+
+
+def test_a_key_repeated_in_a_detection_or_proposal_is_an_error(tmp_path, capsys):
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text(
+        '{"results": {"v1": [{"segment": [0, 10], "segment": [50, 60], "score": 1}]}}'
+    )
+    err = fails(capsys, "detection", "--proposals", truth, submission)
+    assert f"{submission}: key 'segment' appears twice in the object ['results']['v1'][0]" in err
+
+
+def _nlq(tmp_path, annotations, query_idx=0):
+    truth, predictions = tmp_path / "nlq.json", tmp_path / "pred.json"
+    clips = [{"clip_uid": "c1", "annotations": [a]} for a in annotations]
+    truth.write_text(json.dumps({"videos": [{"clips": clips}]}))
+    result = {"clip_uid": "c1", "annotation_uid": "a1", "query_idx": query_idx,
+              "predicted_times": [[0, 4]]}  # fmt: skip
+    predictions.write_text(json.dumps({"results": [result]}))
+    return truth, predictions
+
+
+def test_an_nlq_query_annotated_twice_is_an_error(tmp_path, capsys):
+    """The second copy replaced the first: a prediction of the first scored 0, not 100."""
+    first = {"annotation_uid": "a1", "language_queries": [{"clip_start_sec": 0, "clip_end_sec": 4}]}
+    second = {"annotation_uid": "a1",
+              "language_queries": [{"clip_start_sec": 100, "clip_end_sec": 104}]}  # fmt: skip
+    truth, predictions = _nlq(tmp_path, [first, second])
+    err = fails(capsys, "grounding", truth, predictions)
+    assert (
+        f"{truth}: videos[0].clips[1].annotations[0]: clip_uid/annotation_uid c1/a1 appears "
+        "twice (first at videos[0].clips[0].annotations[0])"
+    ) in err
+    truth, predictions = _nlq(tmp_path, [first])
+    code, out, err = run(capsys, "grounding", truth, predictions, "--format", "json")
+    assert code == 0 and json.loads(out)["summary"]["mIoU"] == pytest.approx(100.0), err
+
+
+def test_a_key_repeated_in_an_nlq_or_jsonl_file_is_an_error(tmp_path, capsys):
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": []}])
+    predictions.write_text('{"results": [], "results": []}')
+    err = fails(capsys, "grounding", truth, predictions)
+    assert f"{predictions}: key 'results' appears twice in the object at the top" in err
+    truth, submission = tmp_path / "gt.jsonl", tmp_path / "sub.jsonl"
+    truth.write_text('{"qid": 1, "duration": 10, "relevant_windows": [[0, 4]]}\n')
+    submission.write_text(
+        '{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]]}\n'
+        '{"qid": 2, "pred_relevant_windows": [[0, 4, 0.9]], "qid": 1}\n'
+    )
+    assert f"{submission}:2: key 'qid' appears twice" in fails(
+        capsys, "grounding", truth, submission
+    )
+
+
+# ------------------------------------------------------------------------------------------
+# QVHighlights: duration and saliency scores
+# ------------------------------------------------------------------------------------------
+def _qvhighlights(tmp_path, duration: str, scores: list):
+    truth, submission = tmp_path / "gt.jsonl", tmp_path / "sub.jsonl"
+    truth.write_text(
+        f'{{"qid": 1, "duration": {duration}, "relevant_windows": [[0, 4]], '
+        '"relevant_clip_ids": [0, 1], "saliency_scores": [[1, 1, 1], [4, 4, 4]]}\n'
+    )
+    entry = {"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], "pred_saliency_scores": scores}
+    submission.write_text(json.dumps(entry) + "\n")
+    return truth, submission
+
+
+@pytest.mark.parametrize(
+    ("duration", "message"),
+    [
+        ("-4", "'duration' must be a finite number > 0, got -4"),  # negative dimensions
+        ("0", "'duration' must be a finite number > 0, got 0"),
+        ("NaN", "'duration' must be a finite number > 0, got nan"),  # ValueError
+        ("Infinity", "'duration' must be a finite number > 0, got inf"),  # OverflowError
+        ("1" + "0" * 400, "'duration' must be a finite number > 0, got 1000"),
+        ('"10"', "'duration' must be a finite number > 0, got '10'"),
+        ("true", "'duration' must be a finite number > 0, got True"),
+        ("1e300", "'duration' 1e+300 seconds is too long (< 2^32)"),  # maximum dimension
+        ("1.5", "'duration' 1.5 holds no 2-second clip for pred_saliency_scores"),
+    ],
+)
+def test_qvhighlights_duration_is_checked(tmp_path, capsys, duration, message):
+    truth, submission = _qvhighlights(tmp_path, duration, [0.9, 0.1])
+    assert f"{truth}:1: {message}" in fails(capsys, "grounding", truth, submission)
+
+
+@pytest.mark.parametrize("count", [8, 0, 4])
+def test_qvhighlights_saliency_scores_are_one_per_clip(tmp_path, capsys, count):
+    """They were cut or padded with zeros to int(duration / 2); standalone_eval asserts."""
+    truth, submission = _qvhighlights(tmp_path, "10", ([0.9, 0.1] + [0.0] * 8)[:count])
+    err = fails(capsys, "grounding", truth, submission)
+    assert (
+        f"{submission}:1: qid 1: pred_saliency_scores has {count} scores, expected 5, one per "
+        f"2-second clip of the duration 10 ({truth}:1)"
+    ) in err
+    truth, submission = _qvhighlights(tmp_path, "11.5", [0.9, 0.1, 0, 0, 0])
+    code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["brief"]["HL-min-Fair-Hit1"] == pytest.approx(0.0)
+
+
+# ------------------------------------------------------------------------------------------
+# --online: targets
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_online_non_finite_targets_are_errors(tmp_path, capsys, value):
+    """`targets != 0` counted a NaN column as all positive: AP 100."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "scores.npy", rng.random((20, 3)).astype(np.float32))
+    targets = np.eye(3)[rng.integers(0, 3, 20)]
+    targets[4:, 2] = value
+    np.save(tmp_path / "targets.npy", targets)
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert f"targets.npy: targets hold {value} at frame 4, class 2; expected 0 or 1" in err
+    scores = rng.random((20, 3)).astype(np.float32)
+    scores[7, 1] = np.nan
+    np.save(tmp_path / "scores.npy", scores)
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert "scores.npy: scores hold NaN (first at frame 7, class 1)" in err
+
+
+# ------------------------------------------------------------------------------------------
+# Options a mode does not use
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("mode", "options", "message"),
+    [
+        (["--online"], ["--thresholds", "5"], "--thresholds is not used by --online"),
+        (["--online"], ["--subset", "validation"], "--subset is not used by --online"),
+        (["--online"], ["--preset", "thumos14"], "--preset is not used by --online"),
+        (["--online"], ["--at", "1"], "--at is not used by --online (only by --proposals)"),
+        (["--online", "--proposals"], [], "--online and --proposals cannot be combined"),
+        ([], ["--background", "0"],
+         "--background is not used by offline detection (only by --online)"),
+        ([], ["--ambiguous"], "--ambiguous is not used by offline detection"),
+        ([], ["--max-proposals", "100"], "--max-proposals is not used by offline detection"),
+        ([], ["--preset", "activitynet", "--thresholds", "0.5"],
+         "give --preset or --thresholds, not both"),
+        (["--proposals"], ["--thresholds", "0.5"], "--thresholds is not used by --proposals"),
+        (["--proposals"], ["--per-class"],
+         "--per-class is not used by --proposals (only by offline detection and --online)"),
+    ],
+)  # fmt: skip
+def test_options_a_mode_does_not_use_are_refused(tmp_path, capsys, mode, options, message):
+    """They were ignored without a word (`--online --thresholds 5` printed mAP)."""
+    np.save(tmp_path / "scores.npy", np.random.default_rng(0).random((10, 3)).astype(np.float32))
+    np.save(tmp_path / "targets.npy", np.zeros(10, np.int64))
+    argv = ["detection", *mode, tmp_path / "targets.npy", tmp_path / "scores.npy", *options]
+    assert message in fails(capsys, *argv)
