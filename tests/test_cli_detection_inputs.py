@@ -92,7 +92,7 @@ def test_a_video_repeated_in_the_submission_is_an_error(tmp_path, capsys):
         f'{{"results": {{"v1": [{DETECTION % (0, 10)}],\n "v1": [{DETECTION % (20, 30)}]}}}}'
     )
     err = fails(capsys, "detection", truth, submission, "--thresholds", "0.5")
-    assert f"{submission}: video 'v1' appears twice in 'results'" in err
+    assert f"{submission}: key 'v1' appears twice in the object ['results']" in err
     submission.write_text(
         f'{{"results": {{"v1": [{DETECTION % (0, 10)}, {DETECTION % (20, 30)}]}}}}'
     )
@@ -106,11 +106,11 @@ def test_a_video_repeated_in_the_ground_truth_is_an_error(tmp_path, capsys):
     truth, submission = _anet(tmp_path, f"{video}, {video}"), tmp_path / "sub.json"
     submission.write_text(f'{{"results": {{"v1": [{DETECTION % (0, 10)}]}}}}')
     err = fails(capsys, "detection", truth, submission)
-    assert f"{truth}: video 'v1' appears twice in 'database'" in err
+    assert f"{truth}: key 'v1' appears twice in the object ['database']" in err
     proposals = tmp_path / "prop.json"
     proposals.write_text('{"results": {"v1": [{"segment": [0, 10], "score": 0.9}]}}')
     err = fails(capsys, "detection", "--proposals", truth, proposals)
-    assert f"{truth}: video 'v1' appears twice in 'database'" in err
+    assert f"{truth}: key 'v1' appears twice in the object ['database']" in err
 
 
 def test_a_key_repeated_in_a_detection_or_proposal_is_an_error(tmp_path, capsys):

@@ -11,7 +11,6 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -21,9 +20,8 @@ import numpy as np
 from jaxseg._host import report as reports
 from jaxseg._host.io_files import (
     InputError,
-    _decode_text,
-    _read_bytes,
     is_finite_number,
+    read_json,
     read_label_array,
     read_npy,
     require_file,
@@ -160,65 +158,6 @@ def _add_online_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading ActivityNet JSON
 # ------------------------------------------------------------------------------------------
-class _RepeatedKey(dict):
-    """A JSON object in which ``key`` appears more than once (``json`` keeps the last value)."""
-
-    key: str = ""
-
-
-def _object_pairs(pairs: list) -> dict:
-    """``object_pairs_hook`` that marks an object with a repeated key instead of dropping it."""
-    out = dict(pairs)
-    if len(out) == len(pairs):
-        return out
-    repeated, seen = _RepeatedKey(out), set()
-    for key, _ in pairs:
-        if key in seen:
-            repeated.key = key
-            break
-        seen.add(key)
-    return repeated
-
-
-def _first_repeated(value, where: str = ""):
-    """(location, object) of the first object of a document with a repeated key, or None."""
-    if isinstance(value, _RepeatedKey):
-        return where, value
-    if not isinstance(value, (dict, list)):
-        return None
-    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
-        found = _first_repeated(item, f"{where}[{key!r}]")
-        if found:
-            return found
-    return None
-
-
-def read_json_object(path: Path, what: str):
-    """The JSON document of ``path``; a key repeated in one object is an :class:`InputError`.
-
-    ``json`` keeps only the last of repeated keys: a video listed twice in 'results' would lose
-    its first detections without a word, and change the scores.
-    """
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
-    text = _decode_text(path, _read_bytes(path, what), what)
-    try:
-        document = json.loads(text, object_pairs_hook=_object_pairs)
-    except json.JSONDecodeError as error:
-        raise InputError(
-            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
-        ) from None
-    found = _first_repeated(document)
-    if found:
-        where, repeated = found
-        if where in ("['database']", "['results']"):
-            raise InputError(f"{path}: video {repeated.key!r} appears twice in {where[2:-2]!r}")
-        raise InputError(
-            f"{path}: key {repeated.key!r} appears twice in the object {where or 'at the top'}"
-        )
-    return document
-
-
 def _member(path: Path, document, key: str, what: str) -> dict:
     if not isinstance(document, dict) or not isinstance(document.get(key), dict):
         raise InputError(f"{path}: {what} needs a '{key}' object mapping video ids to entries")
@@ -255,12 +194,12 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
     """
     database = _member(
         ground_truth,
-        read_json_object(ground_truth, "ground-truth file"),
+        read_json(ground_truth, "ground-truth file"),
         "database",
         "ground-truth file",
     )
     results = _member(
-        submission, read_json_object(submission, "submission file"), "results", "submission file"
+        submission, read_json(submission, "submission file"), "results", "submission file"
     )
     truth: dict[str, list[tuple[float, float, str]]] = {}
     subsets = set()

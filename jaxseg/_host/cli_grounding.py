@@ -20,6 +20,8 @@ from jaxseg._host.io_files import (
     _decode_text,
     _read_bytes,
     is_finite_number,
+    parse_json,
+    read_json,
     text_lines,
 )
 
@@ -77,22 +79,6 @@ def add_parser(commands, add_output_arguments) -> None:
 # ------------------------------------------------------------------------------------------
 # Reading
 # ------------------------------------------------------------------------------------------
-class _RepeatedKeyError(Exception):
-    """A key appears twice in one JSON object."""
-
-
-def _unique_keys(pairs: list) -> dict:
-    """``object_pairs_hook`` refusing a key repeated in one object."""
-    out = dict(pairs)
-    if len(out) < len(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKeyError(key)
-            seen.add(key)
-    return out
-
-
 def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
     """(line number, object) of every non-blank line of a JSON Lines file."""
     rows = []
@@ -101,14 +87,13 @@ def load_jsonl(path: Path, what: str) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line, object_pairs_hook=_unique_keys)
+            row = parse_json(line)
         except json.JSONDecodeError as error:
             raise InputError(
                 f"{path}:{number}: not a JSON object ({error.msg}, column {error.colno})"
             ) from None
-        except _RepeatedKeyError as error:
-            # json keeps the last of repeated keys: the first value would be lost without a word
-            raise InputError(f"{path}:{number}: key {error.args[0]!r} appears twice") from None
+        except ValueError as error:  # a repeated key
+            raise InputError(f"{path}:{number}: {error}") from None
         if not isinstance(row, dict):
             raise InputError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
         rows.append((number, row))
@@ -157,9 +142,7 @@ def read_nlq(ground_truth: Path, predictions: Path):
 
     A (clip_uid, annotation_uid) pair annotated twice is an error: the script keeps the last
     one for matching but counts the queries of both."""
-    from jaxseg._host.cli_detection import read_json_object
-
-    document = read_json_object(ground_truth, "ground-truth file")
+    document = read_json(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
         raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
     queries: dict[tuple[str, str], list] = {}
@@ -183,7 +166,7 @@ def read_nlq(ground_truth: Path, predictions: Path):
                 first[key] = at
                 rows = _field(ground_truth, at, ann, "language_queries", list, "a list")
                 queries[key] = [(at + f".language_queries[{i}]", q) for i, q in enumerate(rows)]
-    document = read_json_object(predictions, "predictions file")
+    document = read_json(predictions, "predictions file")
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise InputError(f"{predictions}: NLQ predictions need a 'results' list")
     targets, predicted = [], []
@@ -466,17 +449,15 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
     proposals count in the total that sets each video's budget). Returns (videos with targets,
     targets, target mask, proposals, scores, proposal mask, number of proposals).
     """
-    from jaxseg._host.cli_detection import _member, _segment, read_json_object
+    from jaxseg._host.cli_detection import _member, _segment
 
     database = _member(
         ground_truth,
-        read_json_object(ground_truth, "ground-truth file"),
+        read_json(ground_truth, "ground-truth file"),
         "database",
         "ground-truth file",
     )
-    results = _member(
-        proposals, read_json_object(proposals, "proposal file"), "results", "proposal file"
-    )
+    results = _member(proposals, read_json(proposals, "proposal file"), "results", "proposal file")
     truth = {}
     for video, entry in database.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("annotations", []), list):

@@ -98,8 +98,59 @@ def _decode_text(path: Path, data: bytes, what: str) -> str:
         ) from None
 
 
+class _RepeatedKey(dict):
+    """A JSON object in which ``key`` appears more than once (``json`` keeps the last value)."""
+
+    key: str = ""
+
+
+def _object_pairs(pairs: list) -> dict:
+    """``object_pairs_hook`` that marks an object with a repeated key instead of dropping it."""
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    repeated, seen = _RepeatedKey(out), set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated.key = key
+            break
+        seen.add(key)
+    return repeated
+
+
+def _first_repeated(value, where: str = ""):
+    """``(location, object)`` of the first object of a document with a repeated key, or
+    None."""
+    if isinstance(value, _RepeatedKey):
+        return where, value
+    if not isinstance(value, (dict, list)):
+        return None
+    for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+        found = _first_repeated(item, f"{where}[{key!r}]")
+        if found:
+            return found
+    return None
+
+
+def parse_json(text: str):
+    """The JSON document of ``text``: ``json.loads``, except that a key repeated in one
+    object raises ``ValueError('key ... appears twice in the object ...')``. ``json`` keeps
+    the last of repeated keys, so a video listed twice in a submission would lose its first
+    detections without a word, and change the scores. Invalid JSON raises
+    ``json.JSONDecodeError``."""
+    document = json.loads(text, object_pairs_hook=_object_pairs)
+    found = _first_repeated(document)
+    if found:
+        where, repeated = found
+        raise ValueError(
+            f"key {repeated.key!r} appears twice in the object {where or 'at the top'}"
+        )
+    return document
+
+
 def read_json(path: Path, what: str):
-    """A JSON document, or an :class:`InputError` naming the file (and the line).
+    """A JSON document (:func:`parse_json`), or an :class:`InputError` naming the file (and
+    the line).
 
     A UTF-8 byte-order mark is accepted; a folder, binary or non-UTF-8 content is not.
     """
@@ -107,11 +158,13 @@ def read_json(path: Path, what: str):
         raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
     text = _decode_text(path, _read_bytes(path, what), what)
     try:
-        return json.loads(text)
+        return parse_json(text)
     except json.JSONDecodeError as error:
         raise InputError(
             f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
         ) from None
+    except ValueError as error:
+        raise InputError(f"{path}: {error}") from None
 
 
 def is_finite_number(value) -> bool:
