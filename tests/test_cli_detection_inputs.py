@@ -164,6 +164,30 @@ def test_a_key_repeated_in_an_nlq_or_jsonl_file_is_an_error(tmp_path, capsys):
     )
 
 
+def test_nlq_options_are_taken_once_and_refused_for_qvhighlights(tmp_path, capsys):
+    """A threshold given twice showed its column twice in the table (once in the JSON);
+    QVHighlights ignored --thresholds and --top-k without a word."""
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": [
+        {"clip_start_sec": 0, "clip_end_sec": 4}]}])  # fmt: skip
+    argv = ["grounding", truth, predictions, "--format", "json"]
+    code, out, err = run(capsys, *argv, "--thresholds", "0.3", "0.3", "--top-k", "1", "1")
+    assert code == 0, err
+    assert [c for c in json.loads(out)["nlq"][0] if c.startswith("R@")] == ["R@1 IoU>0.3"]
+    gt, submission = _qvhighlights(tmp_path, "10", [0.9, 0.1, 0.2, 0.3, 0.4])
+    for option in (["--thresholds", "0.5"], ["--top-k", "1"]):
+        assert f"{option[0]} is for Ego4D NLQ; QVHighlights (.jsonl) does not take it" in fails(
+            capsys, "grounding", gt, submission, *option
+        )
+
+
+def test_json_lines_under_a_json_name_get_a_hint(tmp_path, capsys):
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": []}])
+    truth.write_text('{"qid": 1, "duration": 10}\n{"qid": 2, "duration": 10}\n')
+    assert "a JSON Lines file needs the .jsonl suffix" in fails(
+        capsys, "grounding", truth, predictions
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # QVHighlights: duration and saliency scores
 # ------------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from jaxseg._host.io_files import (
     text_lines,
 )
 
+NLQ_THRESHOLDS = (0.3, 0.5)
+NLQ_TOP_K = (1, 5)
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
 SALIENCY_MINIMA = {"Fair": 2, "Good": 3, "VeryGood": 4}
@@ -61,7 +63,6 @@ def add_parser(commands, add_output_arguments) -> None:
         "--thresholds",
         nargs="+",
         type=float,
-        default=(0.3, 0.5),
         metavar="TIOU",
         help="NLQ: tIoU thresholds (default 0.3 0.5)",
     )
@@ -69,7 +70,6 @@ def add_parser(commands, add_output_arguments) -> None:
         "--top-k",
         nargs="+",
         type=int,
-        default=(1, 5),
         metavar="K",
         help="NLQ: k of Recall@k (default 1 5)",
     )
@@ -305,7 +305,9 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
 
     from jaxseg.metrics import grounding_iou, grounding_recall
 
-    thresholds, ks = tuple(args.thresholds), tuple(args.top_k)
+    # Each once: a value given twice gave the table a column twice and the JSON one key.
+    thresholds = tuple(dict.fromkeys(args.thresholds or NLQ_THRESHOLDS))
+    ks = tuple(dict.fromkeys(args.top_k or NLQ_TOP_K))
     bad = [t for t in thresholds if not 0.0 < t <= 1.0] + [k for k in ks if k < 1]
     if bad:
         raise InputError(f"--thresholds must be in (0, 1] and --top-k positive, got {bad[0]}")
@@ -431,6 +433,9 @@ def run(args: argparse.Namespace) -> int:
     reports.check_output(args.output)
     ground_truth, predictions = Path(args.ground_truth), Path(args.predictions)
     if ground_truth.suffix == ".jsonl" or predictions.suffix == ".jsonl":
+        for value, flag in ((args.thresholds, "--thresholds"), (args.top_k, "--top-k")):
+            if value is not None:  # QVHighlights' thresholds and ranks are its script's
+                raise InputError(f"{flag} is for Ego4D NLQ; QVHighlights (.jsonl) does not take it")
         report = _qvhighlights_report(read_qvhighlights(ground_truth, predictions))
     else:
         report = _nlq_report(args, *read_nlq(ground_truth, predictions))

@@ -160,8 +160,11 @@ def read_json(path: Path, what: str):
     try:
         return parse_json(text)
     except json.JSONDecodeError as error:
+        # Several values, one per line, are JSON Lines, which the readers tell by the suffix
+        hint = "; a JSON Lines file needs the .jsonl suffix" if error.msg == "Extra data" else ""
         raise InputError(
-            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column {error.colno})"
+            f"{path}:{error.lineno}: {what} is not valid JSON ({error.msg}, column "
+            f"{error.colno}{hint})"
         ) from None
     except ValueError as error:
         raise InputError(f"{path}: {error}") from None
