@@ -624,9 +624,9 @@ def _check_resampled(dataset: SegmentationDataset, what: str) -> None:
     """Refuses a bootstrap over one video: every replicate is that video, so the intervals
     have no width and a difference of two models reads as significant (p = 1 / (N + 1))."""
     if len(dataset.names) < 2:
+        named = f" ({dataset.names[0]})" if dataset.names else ""
         raise InputError(
-            f"{what} resamples videos: it needs at least 2, got {len(dataset.names)} "
-            f"({dataset.names[0]})"
+            f"{what} resamples videos: it needs at least 2, got {len(dataset.names)}{named}"
         )
 
 
