@@ -73,8 +73,8 @@ def add_arguments(parser) -> None:
 
 # The protocols scoring the whole set at once (no per-video rows).
 _SET_LEVEL = ("global", "asot-full")
-# Cluster ids the matching takes: its assignment table has (largest id + 1)^2 entries, 2 GB
-# at 2**14 and beyond this machine's memory at 2**16 (the error then blamed the videos).
+# Cluster ids the matching takes: its assignment table has (largest id + 1)^2 entries, so a
+# sparse id exhausts the memory long before the label limit, under an error about the videos.
 CLUSTER_LIMIT = 1 << 13
 
 
