@@ -27,6 +27,19 @@ def promotion(request):
     return request.param
 
 
+def _under_x64(call, *args):
+    """``call(*args)`` under x64 and JAX's standard promotion, once the strict promotion has
+    traced it to the very same program. Strict promotion only refuses programs (a
+    ``TypeError`` while tracing), so the numbers checked under the standard one are the
+    strict one's as well, and the program compiles once rather than once per promotion."""
+    with jax.enable_x64(True):
+        with jax.numpy_dtype_promotion("strict"):
+            strict = str(jax.make_jaxpr(call)(*args))
+        with jax.numpy_dtype_promotion("standard"):
+            assert str(jax.make_jaxpr(call)(*args)) == strict
+            return call(*args)
+
+
 def _batch():
     """6 videos of 60 frames: runs of 1-8 frames of 4 labels, a gap, padding at the end."""
     rng = np.random.default_rng(3)
@@ -68,20 +81,18 @@ CALLS = {
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
-def test_x64_gives_the_32_bit_numbers(name, promotion):
+def test_x64_gives_the_32_bit_numbers(name):
     targets, predictions, mask = _batch()
     want = CALLS[name](targets, predictions, mask=mask)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
-        got = CALLS[name](targets, predictions, mask=mask)
+    got = _under_x64(lambda t, p: CALLS[name](t, p, mask=mask), targets, predictions)
     for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, equal_nan=True)
 
 
-def test_x64_segments_of_masked_labels(promotion):
+def test_x64_segments_of_masked_labels():
     targets, _, mask = _batch()
     want = S.to_segments(targets, mask=mask)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
-        got = S.to_segments(targets, mask=mask)
+    got = _under_x64(lambda t: S.to_segments(t, mask=mask), targets)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
@@ -99,7 +110,7 @@ SEGMENTAL = {
 
 
 @pytest.mark.parametrize("name", sorted(SEGMENTAL))
-def test_x64_segmental_metrics_take_64_bit_labels_whole(name, promotion):
+def test_x64_segmental_metrics_take_64_bit_labels_whole(name):
     """JAX's default integer under x64 is int64 (``jnp.array([0, 1])``): the segmental metrics
     take it, and labels beyond int32 are compared whole, not wrapped onto a small label (2^33
     and 0 would be one label in 32 bits)."""
@@ -114,9 +125,8 @@ def test_x64_segmental_metrics_take_64_bit_labels_whole(name, promotion):
     want = call(0, targets, predictions)
     wide_t, wide_p = targets.astype(np.int64), predictions.astype(np.int64)
     big = 2**33  # in 32 bits, label 2^33 + c would be label c
-    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
-        small = call(0, jax.numpy.asarray(wide_t), jax.numpy.asarray(wide_p))
-        shifted = call(big, jax.numpy.asarray(wide_t + big), jax.numpy.asarray(wide_p + big))
+    small = _under_x64(functools.partial(call, 0), wide_t, wide_p)
+    shifted = _under_x64(functools.partial(call, big), wide_t + big, wide_p + big)
     leaves = jax.tree_util.tree_leaves
     for got in (small, shifted):
         for a, b in zip(leaves(got), leaves(want), strict=True):
