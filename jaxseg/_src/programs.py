@@ -29,15 +29,16 @@ from jaxseg._src import checks
 def one_program(fn: Callable | None = None, *, host_check: Callable | None = None) -> Callable:
     """``fn`` compiled as one program when called outside a trace; ``fn`` itself inside one.
 
-    Arrays (numpy or JAX, a list given for a positional argument, a tuple or dict of arrays
-    such as an accumulator's state) are the program's arguments; every other argument (ints,
-    floats, strings, tuples of numbers, None, functions) is static, so a new value of it
-    compiles anew, as a new shape does (pass a JAX array for a number that changes from call
-    to call). Host integer arrays are checked as
-    :func:`~jaxseg._src.checks.as_int_labels` checks them, before JAX would narrow them to 32
-    bits. A call the program cannot take runs ``fn`` as it is: a traced or unhashable
-    argument, a name the signature does not bind (a deprecated one), or an array where ``fn``
-    needs a concrete value (JAX refuses it while tracing, before anything runs).
+    Arrays (numpy or JAX, a list, a tuple or dict of arrays such as an accumulator's state)
+    are the program's arguments; every other argument (ints, floats, strings, tuples of
+    numbers, None, functions) is static, so a new value of it compiles anew, as a new shape
+    does (pass a JAX array for a number that changes from call to call). A list given for an
+    option whose default is a tuple (``iou_thresholds``, ``background``) is that tuple. Host
+    integer arrays are checked as :func:`~jaxseg._src.checks.as_int_labels` checks them,
+    before JAX would narrow them to 32 bits. A call the program cannot take runs ``fn`` as it
+    is: a traced or unhashable argument, a name the signature does not bind (a deprecated
+    one), or an array where ``fn`` needs a concrete value (JAX refuses it while tracing,
+    before anything runs).
 
     Inside the program every array is traced, so a check ``fn`` makes on concrete values only
     (a ``ValueError`` naming a bad label, where a traced call returns NaN) would not run there:
@@ -184,11 +185,16 @@ def _split_arguments(signature, args, kwargs):
         kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             return None
-        if isinstance(value, list) and kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
-            try:
-                value = np.asarray(value)
-            except ValueError:  # a ragged list: fn says why
-                return None
+        if isinstance(value, list):
+            # An array, or the tuple of a tuple option: as a static argument a list is
+            # unhashable, and a mask given as one made the call run fn operation by operation.
+            if isinstance(signature.parameters[name].default, tuple):
+                value = _as_tuple(value)
+            else:
+                try:
+                    value = np.asarray(value)
+                except ValueError:  # a ragged list: fn says why
+                    return None
         if _holds_arrays(value):
             arrays[name] = jax.tree_util.tree_map(
                 lambda x, name=name: x if isinstance(x, jax.Array) else checks.host_labels(name, x),
@@ -202,6 +208,11 @@ def _split_arguments(signature, args, kwargs):
             return None
         static.append((name, value, _types(value)))
     return tuple(sorted(static, key=lambda entry: entry[0])), arrays
+
+
+def _as_tuple(value):
+    """``value`` with its lists, nested ones too, as tuples."""
+    return tuple(map(_as_tuple, value)) if isinstance(value, (list, tuple)) else value
 
 
 def _holds_arrays(value) -> bool:
