@@ -8,6 +8,7 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.programs import one_program
 
 
@@ -61,7 +62,12 @@ class _SameCode:
 
 
 def _one_program(fn: Callable) -> Callable:
-    """:func:`~jaxseg._src.programs.one_program` of ``fn``, shared by equal closures."""
+    """:func:`~jaxseg._src.programs.one_program` of ``fn``, shared by equal closures; the
+    deprecated names of a :func:`renamed_arguments` function are renamed before the program,
+    which binds the new ones only (it ran such a call operation by operation)."""
+    renames = getattr(fn, "renames", None)
+    if renames is not None:
+        return renamed_arguments(**renames)(_one_program(fn.__wrapped__))
     key = _key(fn)
     return one_program(fn if key is None else _SameCode(fn, key))
 

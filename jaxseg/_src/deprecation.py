@@ -43,6 +43,7 @@ def renamed_arguments(**renames: str) -> Callable[[Callable], Callable]:
                 kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
 
+        renamed.renames = dict(renames)  # for a wrapper that must rename first
         return renamed
 
     return decorate

@@ -339,8 +339,8 @@ def checked_detections(targets, predictions, masks):
     return boxes, labels, target_mask, predicted_boxes, predicted_labels, scores, prediction_mask
 
 
-@one_program
 @renamed_arguments(**OLD_DETECTION_NAMES)
+@one_program
 def detection_average_precision(
     target_boxes: jax.typing.ArrayLike,
     target_labels: jax.typing.ArrayLike,

@@ -477,8 +477,8 @@ def edit_score(
     return _nan_if(stats.overflow, score)
 
 
-@one_program
 @renamed_arguments(overlaps="iou_thresholds")
+@one_program
 def segmental_counts(
     targets,
     predictions,
@@ -532,8 +532,8 @@ def segmental_counts(
     )
 
 
-@one_program
 @renamed_arguments(overlaps="iou_thresholds")
+@one_program
 def segmental_precision(
     targets,
     predictions,
@@ -582,8 +582,8 @@ def segmental_precision(
     return precision_recall_f1(*counts)[0]
 
 
-@one_program
 @renamed_arguments(overlaps="iou_thresholds")
+@one_program
 def segmental_recall(
     targets,
     predictions,
@@ -631,8 +631,8 @@ def segmental_recall(
     return precision_recall_f1(*counts)[1]
 
 
-@one_program
 @renamed_arguments(overlaps="iou_thresholds")
+@one_program
 def segmental_f1(
     targets,
     predictions,
