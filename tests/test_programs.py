@@ -53,7 +53,8 @@ def test_a_list_is_an_array_or_the_tuple_its_option_takes():
     """A list given for a keyword array (a mask) is an array of the program, like one given
     for a positional argument; it was static and unhashable, so the call ran the function
     operation by operation (``average_precision`` took about 0.5 s a call, against 0.2 ms).
-    A list given for an option whose default is a tuple is that tuple."""
+    A list or an array given for an option whose default is a tuple is the tuple of its
+    items (``iou_thresholds=np.linspace(...)`` ran detection AP operation by operation)."""
     traces = []
 
     def total(x, *, mask=None, scales=(1,)):
@@ -64,7 +65,7 @@ def test_a_list_is_an_array_or_the_tuple_its_option_takes():
     results = [
         int(wrapped(np.arange(4), mask=[True, False, True, True], scales=[2, 3])),
         int(wrapped(np.arange(4), mask=[False, True, True, True], scales=(2, 3))),
-        int(wrapped(np.arange(4), mask=np.ones(4, bool), scales=[[2, 3]][0])),
+        int(wrapped(np.arange(4), mask=np.ones(4, bool), scales=np.array([2, 3]))),
     ]
     assert results == [25, 30, 30]
     assert len(traces) == 1 and traces[0][1] == (2, 3)  # one program for all three calls
@@ -78,6 +79,17 @@ def test_a_list_is_an_array_or_the_tuple_its_option_takes():
         M.average_precision(targets, scores.astype(np.float32), mask=(~mask).tolist())
     np.testing.assert_array_equal(got, want)
     assert (len(first), len(again)) == (0, 0), (first, again)  # the array call's program
+    boxes = np.sort(rng.random((2, 2, 3, 2)), axis=-1)
+    labels, scores = rng.integers(0, 2, (2, 2, 3)), rng.random((2, 3))
+    detections = (boxes[0], labels[0], boxes[1], labels[1], scores)
+    thresholds = np.linspace(0.5, 0.95, 10)
+    want = M.detection_average_precision(
+        *detections, num_classes=2, iou_thresholds=tuple(thresholds.tolist())
+    )
+    with compilations() as compiled:
+        got = M.detection_average_precision(*detections, num_classes=2, iou_thresholds=thresholds)
+    assert compiled == [] and got.mean.shape == (10,)
+    np.testing.assert_array_equal(got.mean, want.mean)
 
 
 def test_a_deprecated_name_runs_the_program_of_the_new_one():

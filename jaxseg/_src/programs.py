@@ -32,13 +32,13 @@ def one_program(fn: Callable | None = None, *, host_check: Callable | None = Non
     Arrays (numpy or JAX, a list, a tuple or dict of arrays such as an accumulator's state)
     are the program's arguments; every other argument (ints, floats, strings, tuples of
     numbers, None, functions) is static, so a new value of it compiles anew, as a new shape
-    does (pass a JAX array for a number that changes from call to call). A list given for an
-    option whose default is a tuple (``iou_thresholds``, ``background``) is that tuple. Host
-    integer arrays are checked as :func:`~jaxseg._src.checks.as_int_labels` checks them,
-    before JAX would narrow them to 32 bits. A call the program cannot take runs ``fn`` as it
-    is: a traced or unhashable argument, a name the signature does not bind (a deprecated
-    one), or an array where ``fn`` needs a concrete value (JAX refuses it while tracing,
-    before anything runs).
+    does (pass a JAX array for a number that changes from call to call). A list or an array
+    given for an option whose default is a tuple (``iou_thresholds``, ``background``) is the
+    tuple of its items. Host integer arrays are checked as
+    :func:`~jaxseg._src.checks.as_int_labels` checks them, before JAX would narrow them to 32
+    bits. A call the program cannot take runs ``fn`` as it is: a traced or unhashable
+    argument, a name the signature does not bind, or an array where ``fn`` needs a concrete
+    value (JAX refuses it while tracing, before anything runs).
 
     Inside the program every array is traced, so a check ``fn`` makes on concrete values only
     (a ``ValueError`` naming a bad label, where a traced call returns NaN) would not run there:
@@ -185,16 +185,18 @@ def _split_arguments(signature, args, kwargs):
         kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             return None
-        if isinstance(value, list):
-            # An array, or the tuple of a tuple option: as a static argument a list is
-            # unhashable, and a mask given as one made the call run fn operation by operation.
-            if isinstance(signature.parameters[name].default, tuple):
-                value = _as_tuple(value)
-            else:
-                try:
-                    value = np.asarray(value)
-                except ValueError:  # a ragged list: fn says why
-                    return None
+        # A tuple option (iou_thresholds) given as an array or a list, or a mask given as a
+        # list, made the call run fn operation by operation (unhashable, or traced where fn
+        # needs the values): the option is the tuple of its items, the list an array.
+        if isinstance(signature.parameters[name].default, tuple):
+            if isinstance(value, (np.ndarray, jax.Array)):
+                value = value.tolist()
+            value = _as_tuple(value) if isinstance(value, list) else value
+        elif isinstance(value, list):
+            try:
+                value = np.asarray(value)
+            except ValueError:  # a ragged list: fn says why
+                return None
         if _holds_arrays(value):
             arrays[name] = jax.tree_util.tree_map(
                 lambda x, name=name: x if isinstance(x, jax.Array) else checks.host_labels(name, x),
