@@ -70,13 +70,13 @@ def test_a_list_is_an_array_or_the_tuple_its_option_takes():
     assert results == [25, 30, 30]
     assert len(traces) == 1 and traces[0][1] == (2, 3)  # one program for all three calls
     rng = np.random.default_rng(0)
-    targets, scores = rng.random((2, 3, 20)) < 0.5
-    mask = rng.random((3, 20)) < 0.8
-    want = M.average_precision(targets, scores.astype(np.float32), mask=mask)
+    targets, mask = rng.random((3, 20)) < 0.5, rng.random((3, 20)) < 0.8
+    scores = rng.random((3, 20)).astype(np.float32)
+    want = M.average_precision(targets, scores, mask=mask)
     with compilations() as first:
-        got = M.average_precision(targets, scores.astype(np.float32), mask=mask.tolist())
+        got = M.average_precision(targets, scores, mask=mask.tolist())
     with compilations() as again:
-        M.average_precision(targets, scores.astype(np.float32), mask=(~mask).tolist())
+        M.average_precision(targets, scores, mask=(~mask).tolist())
     np.testing.assert_array_equal(got, want)
     assert (len(first), len(again)) == (0, 0), (first, again)  # the array call's program
     boxes = np.sort(rng.random((2, 2, 3, 2)), axis=-1)
@@ -102,6 +102,7 @@ def test_a_deprecated_name_runs_the_program_of_the_new_one():
     scores, frames = rng.random((2, 4)), rng.integers(0, 3, (2, 12))
     new = (boxes[0], target_labels, boxes[1], predicted_labels, scores)
     old = dict(zip(("gt_boxes", "gt_labels", "pred_boxes", "pred_labels", "pred_scores"), new))
+    predicted = {name: old[name] for name in ("pred_boxes", "pred_labels", "pred_scores")}
     accumulator = S.detection(num_classes=2, iou_thresholds=(0.5,), capacity=8)
     calls = {
         "detection_average_precision": (
@@ -110,7 +111,7 @@ def test_a_deprecated_name_runs_the_program_of_the_new_one():
         ),
         "streaming.detection update": (
             lambda: accumulator.update(accumulator.init(), *new),
-            lambda: accumulator.update(accumulator.init(), *new[:2], **dict(list(old.items())[2:])),
+            lambda: accumulator.update(accumulator.init(), *new[:2], **predicted),
         ),
         "segmental_f1": (
             lambda: M.segmental_f1(frames, frames[::-1], iou_thresholds=(0.5,)),
