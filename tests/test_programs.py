@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 from _jaxprs import compilations
 
+from jaxseg import losses as L
 from jaxseg import metrics as M
+from jaxseg import segments as SEG
+from jaxseg import stats as ST
 from jaxseg import streaming as S
 from jaxseg._src.programs import one_program
 
@@ -125,6 +128,16 @@ def test_a_deprecated_name_runs_the_program_of_the_new_one():
         assert compiled == [], (name, compiled)
         for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_every_public_function_renames_before_its_program():
+    """A function with deprecated names renames them first (``renamed_arguments`` outermost):
+    under ``one_program`` an old name binds no parameter and the call runs eagerly."""
+    functions = {name: getattr(m, name) for m in (M, L, ST, SEG) for name in m.__all__}
+    renaming = {name for name, f in functions.items() if getattr(f, "renames", None)}
+    assert {"detection_average_precision", "segmental_f1", "bootstrap"} <= renaming
+    for name in renaming:
+        assert functions[name].__code__.co_name == "renamed", name
 
 
 def test_static_values_of_other_types_are_other_programs():
