@@ -303,13 +303,14 @@ def _order_bits(errors):
 def _after_last_foreground(errors, foreground, axis=-1):
     """True where the stable decreasing order along ``axis`` ranks an error after all foreground.
 
-    Everywhere in a row without foreground.
+    Everywhere in a row without foreground; never at a foreground position, even where XLA
+    reads ``errors`` from copies that differ in the last bit (:func:`_lovasz_per_class`).
     """
     bits = _order_bits(errors)
     index = lax.broadcasted_iota(jnp.int32, errors.shape, axis % errors.ndim)
     lowest = jnp.min(jnp.where(foreground, bits, jnp.iinfo(bits.dtype).max), axis, keepdims=True)
     last = jnp.max(jnp.where(foreground & (bits == lowest), index, -1), axis, keepdims=True)
-    return (bits < lowest) | ((bits == lowest) & (index > last))
+    return ~foreground & ((bits < lowest) | ((bits == lowest) & (index > last)))
 
 
 def _lovasz_weights(errors, foreground, ranked, capacity):
@@ -402,10 +403,12 @@ def _lovasz_per_class(errors, foreground, present):
     n, frames, num_classes = errors.shape
     if errors.size == 0:
         return jnp.zeros((n, num_classes), errors.dtype)
-    # One stored copy of the errors for every decision below (which errors are ranked, their
-    # order, the largest): XLA may recompute an elementwise value in each fusion that reads
-    # it, and XLA:GPU's copies can differ in the last bit, so decisions taken on different
-    # copies need not agree.
+    # XLA may recompute an elementwise value in each fusion that reads it, and the copies can
+    # differ in the last bit (XLA:GPU's; XLA:CPU's at LLVM optimisation level 0). The barrier
+    # asks for one stored copy for the decisions below, but XLA:CPU drops it and recomputes
+    # the softmax's division in each reader. So every foreground error is ranked whatever copy
+    # a decision reads (_after_last_foreground); copies that disagree can still rank errors
+    # within a few ulps of each other differently.
     fixed = lax.optimization_barrier(lax.stop_gradient(errors))
     ranked = ~_after_last_foreground(fixed, foreground, axis=1)
 
