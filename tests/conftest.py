@@ -5,6 +5,9 @@ raises and dtype promotion is strict, so a kernel that relies on either fails it
 own environment variables JAX_NUMPY_RANK_PROMOTION / JAX_NUMPY_DTYPE_PROMOTION override this).
 Hypothesis profiles: ``default`` (CI: few examples, each a batch of videos) and ``thorough``
 (``HYPOTHESIS_PROFILE=thorough``); both without deadline because the first example compiles.
+
+The tests compile quickly rather than well (:func:`_quick_compile_flags`);
+``JAXSEG_TEST_XLA=default`` keeps XLA's own settings, as CI does for the golden tests.
 """
 
 from __future__ import annotations
@@ -12,11 +15,42 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import subprocess
+import sys
 
 import jax
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+_QUICK_COMPILE = ("--xla_backend_optimization_level=1", "--xla_cpu_use_fusion_emitters=false")
+
+
+def _quick_compile_flags(flags: str) -> str:
+    """``flags`` (XLA_FLAGS) with XLA options that compile faster, where this XLA knows them.
+
+    The suite spends most of its time compiling small programs. LLVM at optimisation level 1
+    instead of 3, and XLA:CPU's classic emitters (the Evaluator's phase 2 uses them too,
+    ``jaxseg/_host/compilation.py``), take about a third less time; the programs compute the
+    same numbers. Level 0 saves more, but its copies of a recomputed value can differ in the
+    last bit, which no user's program sees (the Lovász test runs at level 0 for that reason).
+    An XLA that does not know a flag aborts, so a fresh process tries them first. Flags that
+    are already set (by the user, or by the pytest-xdist controller) are left as they are.
+    """
+    if os.environ.get("JAXSEG_TEST_XLA") == "default" or any(
+        flag.split("=")[0] in flags for flag in _QUICK_COMPILE
+    ):
+        return flags
+    quick = " ".join((flags, *_QUICK_COMPILE)).strip()
+    probe = "import jax; jax.jit(lambda x: x + 1)(1)"
+    env = dict(os.environ, XLA_FLAGS=quick, JAX_PLATFORMS="cpu")
+    tried = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True)
+    return quick if tried.returncode == 0 else flags
+
+
+# Before JAX starts its backend (at the first computation, not at import): it reads the flags
+# once.
+os.environ["XLA_FLAGS"] = _quick_compile_flags(os.environ.get("XLA_FLAGS", ""))
 
 jax.config.update("jax_numpy_rank_promotion", os.environ.get("JAX_NUMPY_RANK_PROMOTION", "raise"))
 jax.config.update(

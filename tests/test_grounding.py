@@ -398,20 +398,10 @@ def test_sharded_updates_equal_one_device():
     """jit over a sharded batch (Auto and Explicit meshes) and shard_map + psum (Auto), on 8
     simulated CPU devices, for the grounding, highlight, moment-query and proposal
     accumulators (a subprocess: the device count must be set before JAX is imported)."""
-    import os
     import pathlib
-    import subprocess
-    import sys
+
+    from _sharded_run import assert_passed, run_checks
 
     script = pathlib.Path(__file__).with_name("_sharded_grounding_check.py")
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    env.pop("JAX_ENABLE_X64", None)
-    result = subprocess.run(
-        [sys.executable, str(script), "auto", "explicit"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert result.stdout.count("ok: ") == 12  # 4 x (jit and shard_map on Auto, jit on Explicit)
+    # 4 x (jit and shard_map on Auto, jit on Explicit)
+    assert_passed(run_checks(script, "auto", "explicit"), checks=12)

@@ -11,7 +11,6 @@ imported.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import _contract_losses
 import _contract_ranking
 import _contract_unsupervised
 import pytest
+from _sharded_run import assert_passed, run_checks
 
 import jaxseg
 
@@ -29,38 +29,17 @@ TESTS = pathlib.Path(__file__).parent
 SCRIPT = TESTS / "_sharded_check.py"
 
 
-def run_checks(*axis_types: str, script=SCRIPT) -> subprocess.CompletedProcess:
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
-    env.pop("JAX_ENABLE_X64", None)
-    return subprocess.run(
-        [sys.executable, str(script), *axis_types],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def assert_passed(result: subprocess.CompletedProcess):
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "all sharded checks passed" in result.stdout
-
-
 @pytest.mark.multidevice
 def test_sharded_equals_single_device_on_auto_mesh():
     """jit over a NamedSharding-sharded batch, and shard_map + psum merge, both accumulators."""
-    result = run_checks("auto")
-    assert_passed(result)
-    assert result.stdout.count("ok: ") == 4
+    assert_passed(run_checks(SCRIPT, "auto"), checks=4)
 
 
 @pytest.mark.multidevice
 def test_sharded_equals_single_device_on_explicit_mesh():
     """jax.make_mesh's default axis type: jit over an explicitly sharded batch, under
     ``jax.set_mesh``, equals the single-device result exactly (both accumulators)."""
-    result = run_checks("explicit")
-    assert_passed(result)
-    assert result.stdout.count("ok: ") == 2
+    assert_passed(run_checks(SCRIPT, "explicit"), checks=2)
 
 
 @pytest.mark.multidevice
@@ -69,9 +48,8 @@ def test_ranking_accumulators_sharded():
     buffers of scores): jit over a sharded batch on Auto and Explicit meshes, and shard_map +
     psum of the additive states, equal one device exactly. On an Explicit mesh their scatters
     into replicated counts, reshapes and sorts raised until ``update`` ran on Auto axes."""
-    result = run_checks("auto", "explicit", script=TESTS / "_sharded_ranking_check.py")
-    assert_passed(result)
-    assert result.stdout.count("ok: ") == 19  # 7 x jit (2 meshes) + 5 additive shard_maps
+    result = run_checks(TESTS / "_sharded_ranking_check.py", "auto", "explicit")
+    assert_passed(result, checks=19)  # 7 x jit (2 meshes) + 5 additive shard_maps
 
 
 @pytest.mark.multidevice
@@ -80,11 +58,9 @@ def test_public_functions_on_an_explicit_mesh():
     Explicit mesh, two outside ``jax.jit`` and the sequence losses' gradients, equal one
     device (13 raised ``ShardingTypeError`` before the public functions ran such axes as
     Auto)."""
-    result = run_checks(script=TESTS / "_sharded_public_check.py")
-    assert_passed(result)
     modules = (_contract, _contract_grounding, _contract_losses, _contract_ranking)
     cases = sum(len(m.CASES) for m in (*modules, _contract_unsupervised))
-    assert result.stdout.count("ok: ") == cases + 2
+    assert_passed(run_checks(TESTS / "_sharded_public_check.py"), checks=cases + 2)
 
 
 # The accumulators each check script exercises, by the factory that made them.
