@@ -9,8 +9,9 @@ out=$(realpath "${1:?usage: benchmarks/accelerator.sh OUTDIR [TEST_SECONDS] [TES
 test_seconds=${2:-200}
 workers=${3:-12}
 cd "$(dirname "$0")/.."
-# Several test workers share one device: each takes memory as it needs it.
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+# Several test workers share one device: each takes memory as it needs it. The tests compile
+# with XLA's own settings here (tests/conftest.py asks for quick compilation otherwise).
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false JAXSEG_TEST_XLA=default
 
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax, jaxlib; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, jax.devices())"

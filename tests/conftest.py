@@ -31,9 +31,10 @@ def _quick_compile_flags(flags: str) -> str:
 
     The suite spends most of its time compiling small programs. LLVM at optimisation level 1
     instead of 3, and XLA:CPU's classic emitters (the Evaluator's phase 2 uses them too,
-    ``jaxseg/_host/compilation.py``), take about a third less time; the programs compute the
-    same numbers. Level 0 saves more, but its copies of a recomputed value can differ in the
-    last bit, which no user's program sees (the Lovász test runs at level 0 for that reason).
+    ``jaxseg/_host/compilation.py``), take about a third less time, and every test passes
+    at both. Level 0 saves more, but there XLA:CPU's copies of a value it recomputes in
+    several fusions can differ in the last bit, unlike at its default level (the Lovász test
+    runs at level 0 for that reason).
     An XLA that does not know a flag aborts, so a fresh process tries them first. Flags that
     are already set (by the user, or by the pytest-xdist controller) are left as they are.
     """
