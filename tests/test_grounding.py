@@ -10,12 +10,14 @@ default float32 a decision may differ only where the float64 IoU is within 1e-6 
 from __future__ import annotations
 
 import itertools
+import pathlib
 
 import _reference_grounding as ref
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _sharded_run import assert_passed, run_checks
 from conftest import load_golden
 
 from jaxseg import metrics as M
@@ -398,10 +400,6 @@ def test_sharded_updates_equal_one_device():
     """jit over a sharded batch (Auto and Explicit meshes) and shard_map + psum (Auto), on 8
     simulated CPU devices, for the grounding, highlight, moment-query and proposal
     accumulators (a subprocess: the device count must be set before JAX is imported)."""
-    import pathlib
-
-    from _sharded_run import assert_passed, run_checks
-
     script = pathlib.Path(__file__).with_name("_sharded_grounding_check.py")
     # 4 x (jit and shard_map on Auto, jit on Explicit)
     assert_passed(run_checks(script, "auto", "explicit"), checks=12)
