@@ -35,6 +35,7 @@ def _quick_compile_flags(flags: str) -> str:
     at both. Level 0 saves more, but there XLA:CPU's copies of a value it recomputes in
     several fusions can differ in the last bit, unlike at its default level (the Lovász test
     runs at level 0 for that reason).
+
     An XLA that does not know a flag aborts, so a fresh process tries them first. Flags that
     are already set (by the user, or by the pytest-xdist controller) are left as they are.
     """
