@@ -64,7 +64,8 @@ class _SameCode:
 def _one_program(fn: Callable) -> Callable:
     """:func:`~jaxseg._src.programs.one_program` of ``fn``, shared by equal closures; the
     deprecated names of a :func:`renamed_arguments` function are renamed before the program,
-    which binds the new ones only (it ran such a call operation by operation)."""
+    because the program binds the new ones only (an old one would make it run ``fn``
+    operation by operation)."""
     renames = getattr(fn, "renames", None)
     if renames is not None:
         return renamed_arguments(**renames)(_one_program(fn.__wrapped__))

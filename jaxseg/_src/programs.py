@@ -185,9 +185,9 @@ def _split_arguments(signature, args, kwargs):
         kind = signature.parameters[name].kind
         if kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
             return None
-        # A tuple option (iou_thresholds) given as an array or a list, or a mask given as a
-        # list, made the call run fn operation by operation (unhashable, or traced where fn
-        # needs the values): the option is the tuple of its items, the list an array.
+        # A list is unhashable and an array is traced, so neither can be a static option
+        # whose values fn reads (iou_thresholds): such an option is the tuple of its items.
+        # Any other list (a mask) is the array it holds.
         if isinstance(signature.parameters[name].default, tuple):
             if isinstance(value, (np.ndarray, jax.Array)):
                 value = value.tolist()
