@@ -20,60 +20,14 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 
 import _sharded_check as base
 import jax
-import numpy as np
-
-from jaxseg import streaming
-
-BATCH = 32
-
-
-def windows(rng, shape):
-    start = rng.integers(0, 40, shape)
-    return np.stack([start, start + rng.integers(1, 12, shape)], -1).astype(np.float32)
-
-
-def batches():
-    rng = np.random.default_rng(0)
-    gm = rng.random((BATCH, 3)) < 0.7
-    gm[[2, 9]] = False  # padding queries
-    pm = rng.random((BATCH, 8)) < 0.8
-    grounding = (
-        windows(rng, (BATCH, 3)),
-        windows(rng, (BATCH, 8)),
-        np.round(rng.random((BATCH, 8)), 2).astype(np.float32),
-    )
-    saliency = (
-        rng.integers(0, 5, (BATCH, 20, 3)).astype(np.int32),
-        np.round(rng.random((BATCH, 20)), 1).astype(np.float32),
-    )
-    clips = np.arange(20)[None] < rng.integers(0, 21, BATCH)[:, None]
-    videos = (
-        windows(rng, (BATCH, 2, 3)),
-        windows(rng, (BATCH, 2, 8)),
-        rng.random((BATCH, 2, 8)).astype(np.float32),
-    )
-    vm, vpm = gm[:, None, :].repeat(2, 1), pm[:, None, :].repeat(2, 1)
-    return {
-        "grounding": (streaming.grounding(), grounding, dict(target_mask=gm, prediction_mask=pm)),
-        "highlight": (streaming.highlight(), saliency, dict(mask=clips)),
-        "moment_queries": (
-            streaming.moment_queries(),
-            grounding[:2],
-            dict(target_mask=gm, prediction_mask=pm),
-        ),
-        "proposals": (
-            streaming.proposals(capacity=8, max_average_proposals=4, at=(1, 4)),
-            videos,
-            dict(target_mask=vm, proposal_mask=vpm),
-        ),
-    }
+from _streaming_cases import grounding_cases
 
 
 def main(axis_types) -> int:
     assert jax.device_count() == base.DEVICES, jax.devices()
     cases = []
     for mesh in base.meshes(axis_types):
-        for name, (acc, arrays, masks) in batches().items():
+        for name, (acc, arrays, masks) in grounding_cases().items():
             labelled = base.checks(name, acc, mesh, arrays, masks)
             cases += [(mesh, label, thunk) for label, thunk in labelled]
     return base.run(cases)

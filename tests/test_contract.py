@@ -14,6 +14,7 @@ import pathlib
 
 import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from _contract import Case
@@ -197,6 +198,47 @@ def test_an_eager_call_compiles_one_program(index, results):
     with compilations() as again:
         jax.block_until_ready(_call(case, runs[1][0], MASK if case.takes_mask else None))
     assert (len(first), len(again)) == (1, 0), first
+
+
+def _floating(args) -> list[bool]:
+    return [np.issubdtype(np.asarray(x).dtype, np.floating) for x in args]
+
+
+# The cases with a floating argument (scores, windows, boxes, logits).
+FLOATING = [
+    i
+    for i, c in enumerate(CASES)
+    if any(_floating(c.make_args(np.random.default_rng(i), (BATCH,), T)))
+]
+
+
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+@pytest.mark.parametrize("index", FLOATING, ids=[IDS[i] for i in FLOATING], indirect=True)
+def test_half_precision_arguments_give_the_numbers_of_their_values(index, half):
+    """Floating arguments in bfloat16 or float16 (mixed-precision training's dtypes) give the
+    outputs, bit for bit and in the same dtypes, of the same values in float32, and a loss's
+    gradient is that of float32 in the logits' dtype: half precision is widened on the way
+    in, never computed in (an IoU and its threshold both rounded to 8 bits, a score times the
+    bins rounded into the next bin)."""
+    case = CASES[index]
+    args = case.make_args(np.random.default_rng(index), (BATCH,), T)
+    floating = _floating(args)
+    halves = tuple(jnp.asarray(x, half) if f else x for x, f in zip(args, floating))
+    values = tuple(np.asarray(x, np.float32) if f else x for x, f in zip(halves, floating))
+    mask = MASK if case.takes_mask else None
+    got, want = (_canonical(case, _call(case, xs, mask)) for xs in (halves, values))
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    if case.name.startswith("jaxseg.losses."):  # the first argument is the logits
+
+        def total(logits, rest):
+            return jnp.sum(_call(case, (logits, *rest), mask))
+
+        gradient = jax.grad(total)(halves[0], halves[1:])
+        assert gradient.dtype == jnp.dtype(half)
+        np.testing.assert_array_equal(gradient, jax.grad(total)(values[0], values[1:]).astype(half))
 
 
 def _raises_naming(case: Case, args, mask, name):

@@ -65,10 +65,9 @@ def test_public_functions_on_an_explicit_mesh():
 
 # The accumulators each check script exercises, by the factory that made them.
 _CHECKED = """
-import _sharded_check as a, _sharded_check_unsupervised as b
-import _sharded_grounding_check as c, _sharded_ranking_check as d
+import _sharded_check as a, _sharded_check_unsupervised as b, _streaming_cases as c
 accumulators = [*a.accumulators().values(), *b.accumulators().values()]
-accumulators += [case[0] for case in (*c.batches().values(), *d.cases().values())]
+accumulators += [case[0] for case in (*c.grounding_cases().values(), *c.ranking_cases().values())]
 print(*sorted({acc.update.__qualname__.split(".")[0] for acc in accumulators}))
 """
 

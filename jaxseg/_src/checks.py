@@ -92,10 +92,19 @@ def host_int32_labels(name: str, value) -> None:
 
 
 def as_float(name: str, value, *, min_ndim: int = 0, dtype=jnp.float32) -> jnp.ndarray:
-    """Returns ``value`` as a floating array (integers and bools are converted to ``dtype``)."""
+    """Returns ``value`` as a floating array of at least single precision: integers and bools
+    are converted to ``dtype``, half precision (float16, bfloat16, 8-bit floats) to float32.
+
+    The conversion of half precision is exact, so scores rank and windows meet as they are
+    given; computed in half precision, an IoU and the threshold it is compared with would
+    both be rounded to 8 or 11 bits, and a score times a number of bins would round into the
+    next bin.
+    """
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.floating):
         value = value.astype(dtype)
+    elif jnp.finfo(value.dtype).bits < 32:
+        value = value.astype(jnp.float32)
     if value.ndim < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dimension(s), got shape {value.shape}."

@@ -51,7 +51,9 @@ def running_max(x, *, reverse=False):
     ``shard_map``), for the short rows here (predictions, clips)."""
     n, shift = x.shape[-1], 1
     low = jnp.full(
-        (*x.shape[:-1], 1), -jnp.inf if x.dtype.kind == "f" else jnp.iinfo(x.dtype).min, x.dtype
+        (*x.shape[:-1], 1),
+        -jnp.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min,
+        x.dtype,
     )
     while shift < n:
         pad = jnp.repeat(low, shift, axis=-1)

@@ -77,20 +77,23 @@ def weighted_sum(values, weights) -> jax.Array:
     """Sum over videos of ``weights[i] * values[i, ...]``.
 
     Integer and boolean values are summed in int32, exactly (and independently of the order of
-    the videos) as long as the total fits in int32; floating values in float32.
+    the videos) as long as the total fits in int32; floating values in float32, or float64 for
+    float64 values (half precision, 8 or 11 bits, would lose the sum of a few hundred values).
 
     Args:
       values: ``[N, ...]`` per-video values (integer, bool or floating).
       weights: int32 ``[N]`` per-video multiplicities.
 
     Returns:
-      ``[...]`` int32 for integer/bool values, else the floating dtype of ``values``.
+      ``[...]`` int32 for integer/bool values, else float32 (float64 for float64 values).
 
     >>> weighted_sum(jnp.array([[1, 2], [3, 4]]), jnp.array([2, 1])).tolist()
     [5, 8]
     """
     values = jnp.asarray(values)
-    if not jnp.issubdtype(values.dtype, jnp.floating):
+    if jnp.issubdtype(values.dtype, jnp.floating):
+        values = checks.as_float("values", values)
+    else:
         values = values.astype(jnp.int32)
     weights = jnp.asarray(weights)
     if not (jnp.issubdtype(weights.dtype, jnp.integer) or weights.dtype == jnp.bool_):
