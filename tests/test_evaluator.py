@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import time
+import warnings
 
 import _reference as ref
 import jax
@@ -760,6 +761,31 @@ def test_a_first_evaluation_compiles_each_program_once(caplog):
     assert [result["tp"][tau] for tau in (0.3, 0.7)] == tp.tolist()
     assert [result["fp"][tau] for tau in (0.3, 0.7)] == fp.tolist()
     assert [result["fn"][tau] for tau in (0.3, 0.7)] == fn.tolist()
+
+
+def test_phase_one_writes_over_the_words_of_the_last_batch_of_its_shape():
+    """Phase 1 gets the boundary words of the last batch of its padded shape, donated, and
+    XLA writes the new ones over them (fresh memory would be faulted in on every call); a
+    batch of another shape starts from new buffers. Nothing warns that a donated buffer was
+    left unused, and the numbers are those of a fresh Evaluator per batch."""
+    rng = np.random.default_rng(3)
+    batches = [rng.integers(0, 4, (2, 5, T)) for T in (100, 100, 300)]
+    ev = Evaluator(background=(0,))
+    words = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for targets, predictions in batches:
+            ev.add(targets, predictions, lengths=np.full(5, targets.shape[1]))
+            words.append(jax.tree.leaves(ev._reused[1]))
+    assert all(x.is_deleted() for x in words[0])  # the second batch wrote over them
+    assert not any(x.is_deleted() for x in words[1] + words[2])  # the third had its own
+    fresh = []
+    for targets, predictions in batches:
+        one = Evaluator(background=(0,))
+        one.add(targets, predictions, lengths=np.full(5, targets.shape[1]))
+        fresh.append(one.statistics())
+    stacked = jax.tree.map(lambda *xs: np.concatenate(xs), *fresh)
+    jax.tree.map(np.testing.assert_array_equal, ev.statistics(), stacked)
 
 
 def test_length_groups_partition_and_bound_the_padding():

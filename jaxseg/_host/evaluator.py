@@ -45,12 +45,31 @@ _COUNT_BINS_FROM_BOUND = 1 << 16  # a larger label bound is checked against the 
 _GROUP_WASTE = 1 << 23
 
 
-@functools.partial(jax.jit, static_argnames="background")
-def _survey(targets, predictions, lengths, *, background):
+def _words(targets, predictions, lengths, *, background):
+    """The boundary words of every video of a padded batch ``[B, T]``."""
+    return jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
+
+
+def _blank_words(targets, predictions, lengths, *, background):
+    """Zeros shaped like the words of :func:`_words`: the first ``reused`` of phase 1."""
+    shapes = jax.eval_shape(
+        functools.partial(_words, background=background), targets, predictions, lengths
+    )
+    return jax.tree.map(lambda shape: jnp.zeros(shape.shape, shape.dtype), shapes)
+
+
+# ``reused`` is donated (and kept though unread, or JAX would drop it and its donation).
+@functools.partial(
+    jax.jit, static_argnames="background", donate_argnames="reused", keep_unused=True
+)
+def _survey(targets, predictions, lengths, reused, *, background):
     """Phase 1: boundary words (kept on the device) and, for the host, the numbers of target
     segments, predicted segments and candidate matches of every video (to choose static
-    capacities) and the frame counts of each background label."""
-    words = jax.vmap(pair_words, in_axes=(0, 0, 0, None))(targets, predictions, lengths, background)
+    capacities) and the frame counts of each background label.
+
+    ``reused``: the words of an earlier batch of this shape, which phase 1 overwrites. Words
+    in fresh memory would be fresh pages, which the CPU faults in on every call."""
+    words = _words(targets, predictions, lengths, background=background)
     sizes = jnp.stack(
         [
             count_set_bits(words.target.starts.words),
@@ -172,6 +191,7 @@ class Evaluator:
         self.iou_thresholds = tuple(float(t) for t in iou_thresholds)
         self.legacy_asformer_end = bool(legacy_asformer_end)
         self._buffers = PaddedBuffers()
+        self._reused = (None, None)  # (padded shape, phase 1's words of the last batch)
         self.reset()
 
     def reset(self) -> None:
@@ -276,7 +296,10 @@ class Evaluator:
         count_bins = self._count_bins(
             names, padded_t[:size], padded_p[:size], padded_lengths, bound
         )
-        words, sizes, background_frames = _survey(*device, background=self.background)
+        words, sizes, background_frames = _survey(
+            *device, self._reusable_words(device), background=self.background
+        )
+        self._reused = (padded_t.shape, words)
         n_target, n_prediction, n_candidates = jax.device_get(sizes)[:, :size].max(axis=1)
         static = self._phase_two_static(padded_t.shape[-1], n_target, n_prediction, n_candidates)
         tables = _tabulate(*device, words, tables=static["tables"])
@@ -298,6 +321,15 @@ class Evaluator:
         self._stats.append(jax.tree_util.tree_map(lambda x: x[:size], stats))
         self._class_counts += counts
         self._names.extend(names)
+
+    def _reusable_words(self, device):
+        """Phase 1's words of the last batch if it had the shape of ``device``'s arrays
+        (donated: phase 1 writes over them), else zeros of that shape."""
+        shape, words = self._reused
+        self._reused = (None, None)  # donated below: never read again
+        if shape == device[0].shape:
+            return words
+        return _blank_words(*device, background=self.background)
 
     def _phase_two_static(self, frames, n_target, n_prediction, n_candidates) -> dict:
         """The static ``tables`` and ``options`` of phase 2 for a batch of padded length
