@@ -128,10 +128,11 @@ def test_default_capacity_keeps_leading_batch_dims_and_forward_mode():
     np.testing.assert_allclose(jvp, jvp_exact, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("loss", ["soft_edit_loss", "soft_levenshtein"])
 @pytest.mark.parametrize("gamma", [0.0, -0.1])
-def test_soft_edit_loss_rejects_a_concrete_non_positive_gamma(gamma):
+def test_soft_dp_losses_reject_a_concrete_non_positive_gamma(loss, gamma):
     with pytest.raises(ValueError, match="gamma must be > 0"):
-        losses.soft_edit_loss(jnp.zeros((4, 3)), jnp.zeros((4,), jnp.int32), gamma=gamma)
+        getattr(losses, loss)(jnp.zeros((4, 3)), jnp.zeros((4,), jnp.int32), gamma=gamma)
 
 
 def test_pad_videos_gives_aligned_arrays_that_jax_uses_without_a_copy():

@@ -241,3 +241,18 @@ def test_x64_generalized_dice_loss_keeps_float32(promotion):
         got = losses.generalized_dice_loss(logits, labels)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("loss", ["soft_edit_loss", "soft_levenshtein"])
+def test_x64_soft_dp_losses_keep_a_float64_gamma(loss, promotion):
+    """Under x64, float64 logits and gamma 0.3 give the loss of 0.3, not of 0.3 rounded to
+    float32 (0.30000001192...), which the DP once took."""
+    rng = np.random.default_rng(0)
+    logits = rng.normal(0, 2, (2, 6, 3))  # float64
+    labels = rng.integers(0, 3, (2, 4 if loss == "soft_levenshtein" else 6)).astype(np.int32)
+    fn = getattr(losses, loss)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
+        exact = np.asarray(fn(logits, labels, gamma=0.3))
+        rounded = np.asarray(fn(logits, labels, gamma=float(np.float32(0.3))))
+    assert exact.dtype == np.float64
+    assert not np.array_equal(exact, rounded)

@@ -17,6 +17,7 @@ from jaxseg._src.capacity import (
 )
 from jaxseg._src.loss_utils import (
     compact_frames,
+    compute_dtype,
     labels_in_range,
     labels_within_classes,
     logits_and_labels,
@@ -163,7 +164,10 @@ def soft_edit_loss(
         fewer sequential steps) with summed soft starts ``s_w = Σ_{t∈w} s_t``, ``U_w(c) =
         Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
         γ → 0) when no window holds two starts of a side. Default 1 (the recursion above).
-      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
+      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``. With
+        ``"custom"`` or ``max_segments=None`` the loss has a first derivative in reverse mode
+        only (``jax.grad``); ``jax.jvp``, ``jax.jacfwd`` and second derivatives need
+        ``backward="autodiff"`` and ``max_segments``.
       ignore_index: optional static int: frames of this label are removed like masked ones
         (PyTorch's -100). Another label outside ``[0, C)`` on a valid frame raises
         ``ValueError`` if the labels are concrete, else makes the loss NaN (zero gradient).
@@ -210,7 +214,7 @@ def _soft_edit_program(
     batch_shape, T = labels.shape[:-1], labels.shape[-1]
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
-    gammas = jnp.broadcast_to(jnp.asarray(gamma, jnp.float32), labels.shape[:1])
+    gammas = jnp.broadcast_to(jnp.asarray(gamma, compute_dtype(logits)), labels.shape[:1])
 
     def one(c, x, g, y, valid):
         return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
@@ -273,8 +277,10 @@ def soft_levenshtein(
       labels: integer ``[..., M]`` target symbols in ``[0, C)``.
       mask: optional bool ``[..., N]``, True = a valid predicted symbol.
       label_mask: optional bool ``[..., M]``, True = a valid target symbol.
-      gamma: float scalar > 0, the temperature (may be traced). Default 0.1.
-      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``.
+      gamma: float scalar > 0, the temperature (a concrete value <= 0 raises ``ValueError``;
+        it may be traced). Default 0.1.
+      backward: ``"custom"`` (expected-alignment backward pass, reverse mode only: ``jax.jvp``
+        and ``jax.jacfwd`` need ``"autodiff"``) or ``"autodiff"``.
       ignore_index: optional static int: target symbols equal to it are removed like masked
         ones (PyTorch-style padding such as -100). Any other symbol outside ``[0, C)`` that
         is valid raises ``ValueError`` when the labels are concrete; traced, it makes that
@@ -308,7 +314,8 @@ def soft_levenshtein(
         labels, label_mask, logits.shape[-1], ignore_index=ignore_index
     )
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
-    gamma = jnp.asarray(gamma, jnp.float32)
+    checks.positive_if_static("gamma", gamma)
+    gamma = jnp.asarray(gamma, compute_dtype(logits))
 
     def one(x, y, valid, label_valid):
         return _soft_levenshtein_one(

@@ -118,7 +118,10 @@ def soft_jaccard_loss(
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions (``"present"``).
-      A 0/0 class ratio (``s = 0``, class absent from both) scores 1 (loss 0).
+      A 0/0 class ratio (``s = 0``, class absent from both) scores 1 (loss 0). A class absent
+      from the labels but given any probability scores 0 (loss 1) at ``s = 0``; a softmax
+      gives every class some probability until it underflows, so with ``classes="all"``
+      even near one-hot logits leave that loss (``s > 0`` removes it).
 
     >>> logits = 20.0 * jax.nn.one_hot(jnp.array([0, 0, 1, 1]), 2)
     >>> round(float(soft_jaccard_loss(logits, jnp.array([0, 1, 1, 1]))), 4)  # 1 - (1/2 + 2/3)/2
@@ -208,7 +211,8 @@ def tversky_loss(
     .. math:: 1 - \frac{I_c + s}{I_c + \alpha (P_c - I_c) + \beta (G_c - I_c) + s}
 
     ``alpha`` weighs false positives, ``beta`` false negatives; ``alpha = beta = 1/2`` is the
-    Dice loss and ``alpha = beta = 1`` the Jaccard loss.
+    Dice loss (``smooth=s`` here is ``smooth=2 s`` there) and ``alpha = beta = 1`` the Jaccard
+    loss.
 
     Args:
       logits, labels, mask, smooth, classes, event_ndim, ignore_index: as in
