@@ -219,3 +219,33 @@ def test_a_loss_called_eagerly_raises_on_a_label_outside_the_classes():
     assert np.all(np.isfinite(short))
     traced = jax.jit(losses.soft_dice_loss)(logits, labels)  # traced labels: NaN, no error
     assert np.isnan(traced[1]) and np.isfinite(traced[0])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda y: M.accuracy(y, y[::-1]),
+        lambda y: M.edit_score(y, y[::-1]),
+        lambda y: M.segmental_f1(y, y[::-1]),
+        lambda y: M.confusion_matrix(y, y[::-1], num_classes=3),
+        lambda y: SEG.to_segments(y).count,
+        lambda y: L.soft_edit_loss(jnp.eye(3)[jnp.asarray(y)], y),
+        lambda y: L.ctc_transcript_loss(jnp.eye(3)[jnp.asarray(y)], y),
+    ],
+    ids=[
+        "accuracy",
+        "edit_score",
+        "segmental_f1",
+        "confusion_matrix",
+        "to_segments",
+        "soft_edit_loss",
+        "ctc_transcript_loss",
+    ],
+)
+def test_a_list_of_traced_labels_is_labels(fn):
+    """Under ``jax.jit`` a Python list of labels is a list of traced scalars: the checks of
+    host labels leave it alone (nothing of it is on the host) rather than fail to convert
+    it, and it gives the numbers of the list outside ``jax.jit``."""
+    labels = [0, 0, 1, 2, 2, 2, 1]
+    jitted = jax.jit(lambda *y: fn(list(y)))(*labels)
+    np.testing.assert_array_equal(jitted, fn(labels))

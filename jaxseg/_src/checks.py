@@ -16,6 +16,13 @@ import numpy as np
 from jaxseg._src.thresholds import MAX_DENOMINATOR, simple_fraction
 
 
+def on_host(value) -> bool:
+    """Whether ``value`` (an array, or a list or tuple of them) holds no JAX array, traced or
+    not: only then are its values on the host, to be looked at without a sync (a list of
+    traced scalars, under ``jax.jit``, has none)."""
+    return not any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
+
+
 def host_labels(name: str, value):
     """Host data (a list, a numpy array) as JAX would hold it, refusing to truncate a label.
 
@@ -50,7 +57,7 @@ def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
     Host labels (lists, numpy arrays) that the array would truncate (64-bit labels beyond
     int32 without ``jax_enable_x64``) raise ``ValueError``.
     """
-    if not isinstance(value, jax.Array):
+    if on_host(value):
         value = host_labels(name, value)
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):
@@ -71,7 +78,7 @@ def int32_labels(name: str, value) -> jnp.ndarray:
     with ``jax_enable_x64``), whose values cannot be looked at here, must lie in int32's
     range (a precondition).
     """
-    if not isinstance(value, jax.Array):
+    if on_host(value):
         host_int32_labels(name, value)
     return as_int_labels(name, value).astype(jnp.int32)
 

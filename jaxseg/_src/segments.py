@@ -620,7 +620,7 @@ def full_lengths(labels):
 
 def _labels_within_int32(arguments) -> None:
     """:func:`to_segments`' check of host labels, which its program sees only traced."""
-    if not isinstance(arguments["labels"], jax.Array):
+    if checks.on_host(arguments["labels"]):
         checks.host_int32_labels("labels", arguments["labels"])
 
 
