@@ -165,9 +165,9 @@ def soft_edit_loss(
         Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
         γ → 0) when no window holds two starts of a side. Default 1 (the recursion above).
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``. With
-        ``"custom"`` or ``max_segments=None`` the loss has a first derivative in reverse mode
-        only (``jax.grad``); ``jax.jvp``, ``jax.jacfwd`` and second derivatives need
-        ``backward="autodiff"`` and ``max_segments``.
+        ``"custom"`` the loss has no forward-mode derivative (``jax.jvp``, ``jax.jacfwd``,
+        ``jax.hessian``), and with ``max_segments=None`` only a first reverse-mode one
+        (``jax.grad``): those need ``backward="autodiff"`` and ``max_segments``.
       ignore_index: optional static int: frames of this label are removed like masked ones
         (PyTorch's -100). Another label outside ``[0, C)`` on a valid frame raises
         ``ValueError`` if the labels are concrete, else makes the loss NaN (zero gradient).
