@@ -97,6 +97,8 @@ QUERIES = 32  # queries (videos of proposals): the sharded axis
 
 
 def grounding_cases():
+    """``name: (accumulator, arrays, keyword arrays)`` of the grounding, highlight, moment
+    query and proposal accumulators, over QUERIES queries with padding among them."""
     rng = np.random.default_rng(0)
     gm = rng.random((QUERIES, 3)) < 0.7
     gm[[2, 9]] = False  # padding queries
