@@ -383,11 +383,14 @@ def _ranked_weights(errors, foreground, ranked):
 
     def rank_block(i, weights):
         index = lax.dynamic_slice_in_dim(picked, i * block, block)
-        block_rows = (
+        block_rows = tuple(
             jnp.take(x, index, axis=0, mode="fill", fill_value=0)
             for x in (errors, foreground, ranked)
         )
-        count = jnp.max(jnp.take(size, index, mode="fill", fill_value=0))
+        # Counted from the block's own rows, which the branch moves into its columns: ``size``
+        # may come from another copy of ``ranked`` (_lovasz_per_class), and a branch too
+        # narrow for the block would drop its last error.
+        count = jnp.max(jnp.sum(block_rows[2], axis=-1, dtype=jnp.int32))
         branch = sum((count > c).astype(jnp.int32) for c in capacities[:-1])
         return weights.at[index].set(lax.switch(branch, branches, *block_rows), mode="drop")
 
