@@ -256,3 +256,23 @@ def test_x64_soft_dp_losses_keep_a_float64_gamma(loss, promotion):
         rounded = np.asarray(fn(logits, labels, gamma=float(np.float32(0.3))))
     assert exact.dtype == np.float64
     assert not np.array_equal(exact, rounded)
+
+
+def test_x64_default_tiou_thresholds_are_activitynets_linspace(promotion):
+    """ActivityNet and Moment-DETR compare tIoUs with np.linspace(0.5, 0.95, 10), whose ninth
+    threshold is 0.8999999999999999 under numpy 2, not 0.9: a float64 tIoU of exactly that
+    value is a hit there, as in the references (it missed the decimal 0.9)."""
+    target, predicted = np.array([[0.0, 1.0]]), np.array([[0.0, 0.8999999999999999]])
+    want = np.asarray(np.linspace(0.5, 0.95, 10) <= 0.8999999999999999, np.float64)
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
+        detection = M.detection_average_precision(
+            target[None],
+            np.array([[0]]),
+            predicted[None],
+            np.array([[0]]),
+            np.array([[1.0]]),
+            num_classes=1,
+        )
+        moment = M.moment_retrieval_average_precision(target, predicted, np.array([1.0]))
+    np.testing.assert_array_equal(detection.mean, want)
+    np.testing.assert_array_equal(moment, want)

@@ -26,9 +26,10 @@ from jaxseg._host.io_files import (
     read_npy,
     require_file,
 )
+from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
 
 PRESETS = {
-    "activitynet": tuple(np.linspace(0.5, 0.95, 10).tolist()),
+    "activitynet": ACTIVITYNET_THRESHOLDS,
     "thumos14": tuple(np.linspace(0.3, 0.7, 5).tolist()),
 }
 
@@ -188,8 +189,9 @@ def _label(path: Path, where: str, entry) -> str:
 def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> DetectionTables:
     """Reads an ActivityNet ground-truth database and a submission into padded tables.
 
-    Classes are the labels of the ground truth of ``subset`` (sorted); a submission label
-    outside them is an error (ActivityNet raises KeyError). Videos of the submission that are
+    Classes are the labels of the ground truth of ``subset`` (sorted), compared as strings
+    (ActivityNet compares them as given: its KeyError for ``1`` against ``"1"``); a submission
+    label outside them is an error (ActivityNet raises KeyError). Videos of the submission that are
     not in the subset keep their detections, which can only be false positives.
     """
     database = _member(

@@ -372,8 +372,8 @@ def _mr_rows(tables):
 
 
 def _mean_of_kept(values, kept):
-    """The mean of ``values [Q, ...]`` over the ``kept`` queries, NaN for none (as
-    standalone_eval's mean over an empty length range, without numpy's warning on stderr)."""
+    """The mean of ``values [Q, ...]`` over the ``kept`` queries, NaN for none (an empty length
+    range, where standalone_eval's ``eval_submission`` raises ``TypeError``)."""
     if not kept.any():
         return np.full(values.shape[1:], np.nan)
     return values[kept].mean(axis=0)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxseg._src import batching, checks
@@ -28,7 +29,9 @@ from jaxseg._src.ranking import (
     unsigned_keys,
 )
 
-ACTIVITYNET_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+# 0.5:0.05:0.95 as ActivityNet and Moment-DETR compute it, np.linspace(0.5, 0.95, 10), not
+# the decimals: under x64 an IoU of exactly 0.9 must miss its 0.8999999999999999 (numpy 2).
+ACTIVITYNET_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 MATCHINGS = ("activitynet", "voc")
 
 
@@ -372,7 +375,7 @@ def detection_average_precision(
       scores: float ``[..., V, P]`` (no NaN).
       num_classes: static number of classes C.
       iou_thresholds: static tuple of K thresholds in (0, 1]; default ActivityNet's
-        0.5:0.05:0.95.
+        0.5:0.05:0.95, ``np.linspace(0.5, 0.95, 10)``.
       target_mask: optional ``bool[..., V, G]``, True = real ground-truth instance.
       prediction_mask: optional ``bool[..., V, P]``, True = real prediction.
       interpolation: static ``"all_point"`` (default) or ``"11point"`` (VOC2007).

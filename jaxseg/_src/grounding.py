@@ -306,7 +306,7 @@ def moment_retrieval_average_precision(
       targets: float ``[..., G, 2]`` ground-truth windows.
       predictions: float ``[..., P, 2]`` predicted windows in list order.
       scores: float ``[..., P]`` prediction scores (no NaN).
-      iou_thresholds: static tuple of T thresholds; default 0.5:0.05:0.95.
+      iou_thresholds: static tuple of T thresholds; default 0.5:0.05:0.95 (``np.linspace``).
       max_predictions: static int, predictions kept per query (Moment-DETR: 10); None = all.
       target_mask: optional ``bool[..., G]``.
       prediction_mask: optional ``bool[..., P]``.
@@ -327,7 +327,9 @@ def moment_retrieval_average_precision(
 
     Notes: the reference drops a query without predictions from the mean (here it scores 0), and
     gives NaN for one without targets (here NaN too, i.e. a padding query: mask targets outside
-    a length range to get the reference's short/middle/long subsets). Equal scores keep list
+    a length range to get the reference's short/middle/long subsets). A zero-length prediction
+    on a zero-length target has IoU 0 here; the reference's 0/0 is NaN, which passes its
+    ``iou < t`` test, a true positive wherever the two windows are. Equal scores keep list
     order, as the reference's stable sort. IoUs follow the input dtype (see
     :func:`grounding_recall`); in float32 the sum over the ranked list is taken in fixed point
     (``2**-24``) so that a query's AP does not depend on the batch shape.

@@ -18,14 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import batching, binary64, checks
-from jaxseg._src.detection import static_iou_thresholds
+from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
 from jaxseg._src.grounding import query_inputs, union_iou
 from jaxseg._src.numerics import count_ratio
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
 
-# np.linspace(0.5, 0.95, 10) as ActivityNet writes it (0.6000000000000001, ...), not rounded.
-ACTIVITYNET_PROPOSAL_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 STEPS = 100  # the reference's np.arange(1, 101) / 100.0
 _STEP_FRACTIONS = binary64.constant(np.arange(1, STEPS + 1) / 100.0)
 
@@ -102,7 +100,7 @@ def proposal_average_recall(
     proposals: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
     *,
-    iou_thresholds: tuple[float, ...] = ACTIVITYNET_PROPOSAL_THRESHOLDS,
+    iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
     max_average_proposals: int = 100,
     at: tuple[int, ...] = (1, 5, 10, 100),
     target_mask: jax.typing.ArrayLike | None = None,

@@ -22,7 +22,6 @@ from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
 from jaxseg._src.numerics import FULL_PRECISION
 from jaxseg._src.proposals import (
-    ACTIVITYNET_PROPOSAL_THRESHOLDS,
     _dataset_inputs,
     _static_at,
     budgets,
@@ -276,7 +275,7 @@ class ProposalState(NamedTuple):
 def proposals(
     *,
     capacity: int = 100,
-    iou_thresholds: tuple[float, ...] = ACTIVITYNET_PROPOSAL_THRESHOLDS,
+    iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
     max_average_proposals: int = 100,
     at: tuple[int, ...] = (1, 5, 10, 100),
 ) -> Accumulator:
