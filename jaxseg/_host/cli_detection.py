@@ -191,8 +191,8 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
 
     Classes are the labels of the ground truth of ``subset`` (sorted), compared as strings
     (ActivityNet compares them as given: its KeyError for ``1`` against ``"1"``); a submission
-    label outside them is an error (ActivityNet raises KeyError). Videos of the submission that are
-    not in the subset keep their detections, which can only be false positives.
+    label outside them is an error (ActivityNet raises KeyError). Videos of the submission
+    that are not in the subset keep their detections, which can only be false positives.
     """
     database = _member(
         ground_truth,

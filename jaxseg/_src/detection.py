@@ -30,7 +30,8 @@ from jaxseg._src.ranking import (
 )
 
 # 0.5:0.05:0.95 as ActivityNet and Moment-DETR compute it, np.linspace(0.5, 0.95, 10), not
-# the decimals: under x64 an IoU of exactly 0.9 must miss its 0.8999999999999999 (numpy 2).
+# the decimals: under x64 a tIoU of 0.8999999999999999 reaches their ninth threshold (numpy 2
+# computes it so), and would miss a 0.9.
 ACTIVITYNET_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 MATCHINGS = ("activitynet", "voc")
 
