@@ -156,18 +156,15 @@ def soft_edit_loss(
         larger values bias the value negative and can flip the gradient's sign at true starts.
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
-        each call runs at the smallest of a few static capacities (32, 256, 2048, ..., ``T``)
-        that holds the batch's label segments, never truncating, in ``O(T^1.5)`` memory
-        at any capacity. Reverse-mode ``backward="autodiff"`` evaluates every capacity: give
-        ``max_segments`` there.
+        per call, the smallest of a few static capacities (32, 256, 2048, ..., ``T``) holding
+        the batch's label segments, never truncating (``O(T^1.5)`` memory), with a first
+        reverse-mode derivative only; ``backward="autodiff"`` then runs every capacity.
       stride: static int ≥ 1: the DP runs over windows of ``stride`` frames (that many times
         fewer sequential steps) with summed soft starts ``s_w = Σ_{t∈w} s_t``, ``U_w(c) =
         Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
         γ → 0) when no window holds two starts of a side. Default 1 (the recursion above).
-      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``. With
-        ``"custom"`` the loss has no forward-mode derivative (``jax.jvp``, ``jax.jacfwd``,
-        ``jax.hessian``), and with ``max_segments=None`` only a first reverse-mode one
-        (``jax.grad``): those need ``backward="autodiff"`` and ``max_segments``.
+      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``. Forward
+        mode (``jax.jvp``, ``jax.hessian``) needs ``"autodiff"`` and ``max_segments``.
       ignore_index: optional static int: frames of this label are removed like masked ones
         (PyTorch's -100). Another label outside ``[0, C)`` on a valid frame raises
         ``ValueError`` if the labels are concrete, else makes the loss NaN (zero gradient).
