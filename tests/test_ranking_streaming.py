@@ -214,3 +214,48 @@ def test_detection_accumulator_equals_direct(mode):
         )
         out = run(*batches[0], halves[0][2], halves[0][6])
         assert float(out["overflow"]) > 0 and np.isnan(np.asarray(out["map"])).all()
+
+
+def test_frame_and_detection_counts_are_exact_integers():
+    """``frames``, ``predictions`` and ``overflow`` were float32: past 2**24 they were
+    rounded. A state of two entries doubled 24 times, plus one entry, counts exactly, in both
+    modes (a buffer of one entry overflows by all but one)."""
+    frame_rows = (np.array([[1], [0]]), np.array([[0.9], [0.8]], np.float32))
+    one_frame = tuple(x[:1] for x in frame_rows)
+    boxes = (
+        np.array([[[0.0, 10.0]]], np.float32),
+        np.array([[0]]),
+        np.array([[[0.0, 9.0], [1.0, 10.0]]], np.float32),
+        np.array([[0, 0]]),
+        np.array([[0.9, 0.4]], np.float32),
+    )
+    one_box = (*boxes[:2], *(x[:, :1] for x in boxes[2:]))
+    thresholds = dict(iou_thresholds=(0.5,))
+    cases = [  # accumulator, rows, one more row, the count's key, its buffer's capacity
+        (
+            S.frame_average_precision(num_classes=1, num_thresholds=16),
+            frame_rows,
+            one_frame,
+            "frames",
+            None,
+        ),
+        (S.frame_average_precision(num_classes=1, capacity=1), frame_rows, one_frame, "frames", 1),
+        (
+            S.detection(num_classes=1, num_thresholds=16, **thresholds),
+            boxes,
+            one_box,
+            "predictions",
+            None,
+        ),
+        (S.detection(num_classes=1, capacity=1, **thresholds), boxes, one_box, "predictions", 1),
+    ]
+    entries = 2 * 2**24 + 1
+    assert int(np.float32(entries)) != entries
+    for acc, rows, one_more, key, capacity in cases:
+        state = acc.update(acc.init(), *rows)
+        for _ in range(24):
+            state = acc.merge(state, state)
+        result = acc.compute(acc.update(state, *one_more))
+        assert result[key].dtype == result["overflow"].dtype == np.int32, key
+        assert int(result[key]) == entries, key
+        assert int(result["overflow"]) == (0 if capacity is None else entries - capacity), key

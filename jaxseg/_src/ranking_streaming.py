@@ -352,11 +352,17 @@ def _frame_rows(targets, scores, mask, num_classes, ambiguous):
     return targets, scores.reshape(-1, num_classes), without_ambiguous(valid, targets, ambiguous)
 
 
-def _frame_results(ap, cap, frames, overflow, scored):
+def _unstored(seen: counting.Count, stored) -> counting.Count:
+    """The entries ``seen`` that a buffer holding ``stored`` (int32) could not keep."""
+    return counting.subtract(seen, counting.add(counting.zeros(), stored))
+
+
+def _frame_results(ap, cap, frames: counting.Count, overflow: counting.Count, scored):
     """The result dict: AP and cAP per class, NaN for the classes not ``scored`` (a static
     tuple of class indices) and everywhere when ``overflow`` (frames that did not fit) is
-    positive, and their means over the classes where they are defined."""
-    lost = overflow > 0
+    positive, and their means over the classes where they are defined; the two counts as
+    exact integers (:func:`counting.to_integer`)."""
+    lost = counting.to_float(overflow) > 0
     is_scored = np.isin(np.arange(ap.shape[-1]), scored)
 
     def means(x):
@@ -365,7 +371,14 @@ def _frame_results(ap, cap, frames, overflow, scored):
 
     ap, map_ = means(ap)
     cap, mcap = means(cap)
-    return {"ap": ap, "map": map_, "cap": cap, "mcap": mcap, "frames": frames, "overflow": overflow}
+    return {
+        "ap": ap,
+        "map": map_,
+        "cap": cap,
+        "mcap": mcap,
+        "frames": counting.to_integer(frames),
+        "overflow": counting.to_integer(overflow),
+    }
 
 
 def _frame_buffer(num_classes, capacity, interpolation, scored):
@@ -389,10 +402,10 @@ def _frame_buffer(num_classes, capacity, interpolation, scored):
     def compute(state):
         stored = jnp.arange(capacity, dtype=jnp.int32)[:, None] < state.stored
         valid = jnp.broadcast_to(stored, (capacity, num_classes))
-        frames = counting.to_float(state.seen)
         rows = lambda: (state.targets, state.scores, valid)  # noqa: E731
         ap, cap = ap_and_cap_rows(rows, interpolation=interpolation)
-        return _frame_results(ap, cap, frames, frames - state.stored.astype(jnp.float32), scored)
+        overflow = _unstored(state.seen, state.stored)
+        return _frame_results(ap, cap, state.seen, overflow, scored)
 
     return init, add, _merge_buffers, compute
 
@@ -419,10 +432,12 @@ def _frame_histogram(num_classes, num_thresholds, scored):
 
     def compute(state):
         pos, neg = counting.to_float(state.positives), counting.to_float(state.negatives)
-        outside = counting.to_float(state.outside)
-        frames = jnp.sum(pos[0] + neg[0]) + outside
+        # every binned frame counts once per class: class 0's positives + negatives
+        first = jax.tree.map(lambda x: x[0], counting.merge(state.positives, state.negatives))
+        binned = counting.total(first, axis=0)
+        frames = counting.merge(binned, state.outside)
         ap, cap = _binned_ap(pos, neg), _binned_cap(pos, neg)
-        return _frame_results(ap, cap, frames, outside, scored)
+        return _frame_results(ap, cap, frames, state.outside, scored)
 
     return init, add, merge_states, compute
 
@@ -568,15 +583,14 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         npos = jnp.round(counting.to_float(state.num_positives)).astype(jnp.int32)
         matches = Matches(state.labels, state.scores, state.true_positive, npos)
         ap = class_average_precision(matches, num_classes=num_classes, interpolation=interpolation)
-        seen = counting.to_float(state.seen)
-        overflow = seen - state.stored.astype(jnp.float32)
-        ap = jnp.where(overflow > 0, jnp.nan, ap)
-        mean = nanmean(ap.T)
+        overflow = _unstored(state.seen, state.stored)
+        lost = counting.to_float(overflow) > 0
+        ap = jnp.where(lost, jnp.nan, ap)
         return {
             "ap": ap,
-            "map": jnp.where(overflow > 0, jnp.nan, mean),
-            "predictions": seen,
-            "overflow": overflow,
+            "map": jnp.where(lost, jnp.nan, nanmean(ap.T)),
+            "predictions": counting.to_integer(state.seen),
+            "overflow": counting.to_integer(overflow),
         }
 
     return init, add, merge, compute
@@ -609,13 +623,18 @@ def _detection_histogram(num_classes, num_k, num_thresholds, interpolation):
     def compute(state):
         tp, fp = counting.to_float(state.true_positives), counting.to_float(state.false_positives)
         npos = counting.to_float(state.num_positives)
-        outside = counting.to_float(state.outside)
-        ap = jnp.where(outside > 0, jnp.nan, _binned_detection_ap(tp, fp, npos, interpolation))
+        lost = counting.to_float(state.outside) > 0
+        ap = jnp.where(lost, jnp.nan, _binned_detection_ap(tp, fp, npos, interpolation))
+        # every prediction counts once per threshold: the first threshold's TP + FP
+        first = jax.tree.map(
+            lambda x: x[:, 0], counting.merge(state.true_positives, state.false_positives)
+        )
+        binned = counting.total(counting.total(first, axis=1), axis=0)
         return {
             "ap": ap,
-            "map": jnp.where(outside > 0, jnp.nan, nanmean(ap.T)),
-            "predictions": jnp.sum(tp[:, 0] + fp[:, 0]) + outside,
-            "overflow": outside,
+            "map": jnp.where(lost, jnp.nan, nanmean(ap.T)),
+            "predictions": counting.to_integer(counting.merge(binned, state.outside)),
+            "overflow": counting.to_integer(state.outside),
         }
 
     return init, add, merge_states, compute
