@@ -129,8 +129,18 @@ def test_errors(folders, capsys):
         f"{predictions / 'c.txt'}:2: 'take' is not an integer cluster id "
         "(--matching takes cluster ids, not class names)"
     )
-    (predictions / "c.txt").write_text("1\n-2\n1\n1\n1\n")
-    assert "cluster id -2 at frame 2" in fails(capsys, root, predictions, "--matching", "global")
+    for token in ("-2", "99999999999999999999999", "9223372036854775808"):
+        (predictions / "c.txt").write_text(f"1\n{token}\n1\n1\n1\n")  # int64 overflowed
+        assert fails(capsys, root, predictions, "--matching", "global") == (
+            f"{predictions / 'c.txt'}:2: cluster id {token} is not in [-1, 8192) "
+            "(the matching compares (largest id + 1)^2 pairs: number the clusters densely)"
+        )
+    for token in ("1_0", "\u0663", "0x1"):  # int() read the first two as 10 and 3
+        (predictions / "c.txt").write_text(f"1\n1\n{token}\n1\n1\n", encoding="utf-8")
+        assert fails(capsys, root, predictions, "--matching", "global") == (
+            f"{predictions / 'c.txt'}:3: {token!r} is not an integer cluster id "
+            "(--matching takes cluster ids, not class names)"
+        )
     (predictions / "c.txt").write_text("1\n1\n")
     assert "has 2 predicted frames but 5" in fails(
         capsys, root, predictions, "--matching", "per-video"
@@ -185,4 +195,24 @@ def test_options_a_protocol_would_ignore_are_refused(folders, capsys, matching, 
     root, _, predictions = folders
     assert fails(capsys, root, predictions, "--matching", matching, *option) == (
         f"--matching {matching} does not take {option[0]}"
+    )
+
+
+def test_global_f1_does_not_depend_on_how_the_clusters_are_numbered(folders, capsys):
+    """CTE's K defaulted to the largest id + 1: renumbering cluster 3 as 8191 (the same
+    partition) moved F1 from 30.0 to 0.018. It is the number of distinct ids now, and a note
+    says so where they are not 0..K-1."""
+    root, _, predictions = folders
+    dense = _json(capsys, root, predictions, "--matching", "global")
+    (predictions / "c.txt").write_text("".join(f"{8191 if x == 3 else x}\n" for x in CLUSTERS["c"]))
+    assert (
+        main(["evaluate", str(root), str(predictions), "--matching", "global", "--format", "json"])
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert json.loads(out) == dense
+    assert err == (
+        "jaxseg: note: the predictions hold 5 distinct cluster ids up to 8191; F1 takes K = 5 "
+        "segments per video (give the number of clusters the method was asked for with "
+        "--segments-per-video)\n"
     )

@@ -10,6 +10,8 @@ with one line naming the file, exit status 2.
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +62,8 @@ def add_arguments(parser) -> None:
         "--segments-per-video",
         type=int,
         metavar="K",
-        help="--matching global: CTE's K in F1's precision (default: number of clusters)",
+        help="--matching global: CTE's K in F1's precision (default: the number of distinct "
+        "cluster ids of the predictions)",
     )
     parser.add_argument(
         "--iou-divisor",
@@ -78,6 +81,23 @@ _SET_LEVEL = ("global", "asot-full")
 CLUSTER_LIMIT = 1 << 13
 
 
+def _cluster_id(path: Path, number: int, token: str) -> int:
+    """The cluster id of a token on line ``number``: ASCII digits (Python's ``int`` would
+    also read ``1_0`` as 10 and other scripts' digits), within the ids the matching takes."""
+    if not re.fullmatch(r"[+-]?[0-9]+", token, flags=re.ASCII):
+        raise InputError(
+            f"{path}:{number}: {token!r} is not an integer cluster id "
+            "(--matching takes cluster ids, not class names)"
+        )
+    value = int(token)
+    if not -1 <= value < CLUSTER_LIMIT:
+        raise InputError(
+            f"{path}:{number}: cluster id {token} is not in [-1, {CLUSTER_LIMIT}) "
+            "(the matching compares (largest id + 1)^2 pairs: number the clusters densely)"
+        )
+    return value
+
+
 def read_cluster_ids(path: Path) -> np.ndarray:
     """One video's cluster ids: integers ``>= -1`` from a text or ``.npy`` file."""
     if path.suffix == ".npy":
@@ -93,16 +113,11 @@ def read_cluster_ids(path: Path) -> np.ndarray:
         text = _decode_text(path, data, "prediction file")
         lines = text_lines(text)
         first = 1 if lines and lines[0].lstrip().startswith("#") else 0
-        values = []
-        for number, line in enumerate(lines[first:], start=first + 1):
-            for token in line.split():
-                try:
-                    values.append(int(token))
-                except ValueError:
-                    raise InputError(
-                        f"{path}:{number}: {token!r} is not an integer cluster id "
-                        "(--matching takes cluster ids, not class names)"
-                    ) from None
+        values = [
+            _cluster_id(path, number, token)
+            for number, line in enumerate(lines[first:], start=first + 1)
+            for token in line.split()
+        ]
         if not values:
             raise InputError(f"{path}: empty file (no cluster ids)")
         ids = np.asarray(values, np.int64)
@@ -161,6 +176,24 @@ def _padded(sequences, fill=-1):
     return out, mask
 
 
+def _segments_per_video(args, predictions) -> int:
+    """CTE's K of ``--matching global``: ``--segments-per-video``, or else the number of
+    distinct cluster ids, which renumbering the clusters cannot change (the largest id + 1
+    would count ids that no cluster has)."""
+    if args.segments_per_video is not None:
+        return args.segments_per_video
+    ids = np.unique(np.concatenate(predictions))
+    ids = ids[ids >= 0]
+    if ids.size and ids.size != int(ids[-1]) + 1 and not args.quiet:
+        print(
+            f"jaxseg: note: the predictions hold {ids.size} distinct cluster ids up to "
+            f"{int(ids[-1])}; F1 takes K = {ids.size} segments per video (give the number of "
+            "clusters the method was asked for with --segments-per-video)",
+            file=sys.stderr,
+        )
+    return max(1, ids.size)
+
+
 def evaluate(args, targets, predictions, num_classes: int, background: tuple[int, ...]):
     """The protocol's scores: dict of floats (set level) and of arrays (per video, or None)."""
     import jax
@@ -174,7 +207,7 @@ def evaluate(args, targets, predictions, num_classes: int, background: tuple[int
     kw = dict(num_classes=num_classes, num_clusters=max(1, int(pred.max()) + 1))
     bg = bool(background)
     if args.matching == "global":
-        segments = args.segments_per_video
+        segments = _segments_per_video(args, predictions)
         fn = jax.jit(
             lambda g, p, m: metrics.global_hungarian_scores(
                 g, p, mask=m, exclude_background=bg, segments_per_video=segments, **kw
