@@ -400,6 +400,30 @@ def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
     assert not (sparse / "pictures").exists()
 
 
+def test_options_evaluate_would_ignore_are_refused(dataset, capsys):
+    """``--samples``/``--seed`` without ``--confidence`` and the ``--matching`` options
+    without it ran without a word: a user who forgot ``--matching`` got frame accuracy on
+    cluster ids."""
+    _, truth, predictions = dataset
+    for option, needed in (
+        (["--samples", "50"], "--confidence"),
+        (["--seed", "7"], "--confidence"),
+        (["--segments-per-video", "3"], "--matching global"),
+        (["--iou-divisor", "2"], "--matching per-video"),
+    ):
+        assert fails(capsys, truth, predictions, *option) == (
+            f"{option[0]} goes with {needed}; without it, nothing would read it"
+        )
+    for option in (["--samples", "50"], ["--seed", "3"]):
+        assert fails(capsys, truth, predictions, "--matching", "global", *option) == (
+            f"--matching does not take {option[0]}"
+        )
+    assert (
+        main(["evaluate", str(truth), str(predictions), "--confidence", "0.9", "--seed", "3"]) == 0
+    )
+    assert main(["evaluate", "--demo", "--samples", "20", "--confidence", "0.9"]) == 0
+
+
 def test_output_dash_is_stdout_and_a_long_name_is_written(dataset, capsys, monkeypatch):
     """``--output -`` wrote a file named '-'; an output name of 241-255 characters was
     refused, its temporary file's name being too long."""

@@ -206,16 +206,24 @@ def _add_segmentation_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_bootstrap_arguments(parser: argparse.ArgumentParser) -> None:
+_SAMPLES, _SEED = 10_000, 0
+
+
+def _add_bootstrap_arguments(parser: argparse.ArgumentParser, *, resampled: bool) -> None:
+    """``--samples`` and ``--seed``; ``resampled=False``: they default to None, for a command
+    that resamples only when asked (so that an option it would ignore can be refused)."""
     parser.add_argument(
         "--samples",
         type=_replicates,
-        default=10_000,
+        default=_SAMPLES if resampled else None,
         metavar="N",
-        help="bootstrap replicates / permutations (default 10000)",
+        help=f"bootstrap replicates / permutations (default {_SAMPLES})",
     )
     parser.add_argument(
-        "--seed", type=_seed, default=0, help="random seed of the resampling (default 0)"
+        "--seed",
+        type=_seed,
+        default=_SEED if resampled else None,
+        help=f"random seed of the resampling (default {_SEED})",
     )
 
 
@@ -291,7 +299,7 @@ def _add_evaluate_command(commands) -> None:
         replacement="--confidence",
         help=argparse.SUPPRESS,
     )
-    _add_bootstrap_arguments(evaluate)
+    _add_bootstrap_arguments(evaluate, resampled=False)
     cli_unsupervised.add_arguments(evaluate)
     _add_output_arguments(evaluate)
 
@@ -341,7 +349,7 @@ def _add_compare_command(commands) -> None:
         metavar="LEVEL",
         help="level of the interval of the difference (default 0.95)",
     )
-    _add_bootstrap_arguments(compare)
+    _add_bootstrap_arguments(compare, resampled=True)
     _add_output_arguments(compare)
 
 
@@ -630,18 +638,31 @@ def _check_resampled(dataset: SegmentationDataset, what: str) -> None:
         )
 
 
-def _confidence_intervals(evaluator, iou_thresholds, confidence: float, samples: int, seed: int):
+def _confidence_intervals(evaluator, iou_thresholds, args):
     """Percentile-bootstrap intervals over videos of every reported metric (jaxseg.stats)."""
     from jaxseg.stats import segmentation_intervals
 
     intervals = segmentation_intervals(
         evaluator.statistics(),
         iou_thresholds=iou_thresholds,
-        confidence=confidence,
-        num_samples=samples,
-        seed=seed,
+        confidence=args.confidence,
+        num_samples=_SAMPLES if args.samples is None else args.samples,
+        seed=_SEED if args.seed is None else args.seed,
     )
-    return {**intervals, "confidence": confidence}
+    return {**intervals, "confidence": args.confidence}
+
+
+def _check_evaluate_options(args) -> None:
+    """Refuses an option that supervised ``evaluate`` would silently ignore."""
+    needs = (
+        (args.segments_per_video, "--segments-per-video", "--matching global"),
+        (args.iou_divisor, "--iou-divisor", "--matching per-video"),
+        (args.samples if args.confidence is None else None, "--samples", "--confidence"),
+        (args.seed if args.confidence is None else None, "--seed", "--confidence"),
+    )
+    for value, name, needed in needs:
+        if value is not None:
+            raise InputError(f"{name} goes with {needed}; without it, nothing would read it")
 
 
 def _run_evaluate(args) -> int:
@@ -649,6 +670,7 @@ def _run_evaluate(args) -> int:
         from jaxseg._host import cli_unsupervised
 
         return cli_unsupervised.run(args)
+    _check_evaluate_options(args)
     if args.demo and (args.ground_truth or args.predictions):
         raise InputError("--demo takes no GROUND_TRUTH or PREDICTIONS folders")
     if not args.demo and not (args.ground_truth and args.predictions):
@@ -688,9 +710,7 @@ def _run_evaluate(args) -> int:
     intervals = None
     if args.confidence is not None:
         _check_resampled(dataset, "--confidence")
-        intervals = _confidence_intervals(
-            evaluator, iou_thresholds, args.confidence, args.samples, args.seed
-        )
+        intervals = _confidence_intervals(evaluator, iou_thresholds, args)
     report = _segmentation_report(
         dataset,
         evaluator,

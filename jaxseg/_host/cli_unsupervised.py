@@ -305,6 +305,8 @@ def run(args) -> int:
         (args.per_class, "--per-class"),
         (args.plot, "--plot"),
         (args.confidence, "--confidence"),
+        (args.samples is not None, "--samples"),
+        (args.seed is not None, "--seed"),
         (args.legacy_asformer_end, "--legacy-asformer-end"),
     ):
         if flag:
