@@ -240,6 +240,23 @@ def test_compute_of_init_is_defined():
     }
 
 
+def test_thresholds_given_as_an_array_are_the_tuple_of_their_items():
+    """The README: an array for a tuple option is the tuple of its items. The segmentation
+    accumulator and the Evaluator refused ``np.array([0.1, 0.5])`` (the metrics took it)."""
+    from jaxseg import Evaluator
+
+    y, p = [[1, 1, 2, 2, 2, 3]], [[1, 2, 2, 3, 3, 3]]
+    results = []
+    for thresholds in ((0.1, 0.5), [0.1, 0.5], np.array([0.1, 0.5])):
+        acc = streaming.segmentation(iou_thresholds=thresholds)
+        evaluator = Evaluator(iou_thresholds=thresholds)
+        evaluator.add(y[0], p[0])
+        results.append((acc.compute(acc.update(acc.init(), y, p))["f1"], evaluator.get()["f1"]))
+    for f1, by_threshold in results:
+        np.testing.assert_array_equal(f1, results[0][0])
+        assert by_threshold == results[0][1] and list(by_threshold) == [0.1, 0.5]
+
+
 # ------------------------------------------------------------------------------------------
 # Exact counts without jax_enable_x64.
 
