@@ -276,3 +276,26 @@ def test_x64_default_tiou_thresholds_are_activitynets_linspace(promotion):
         moment = M.moment_retrieval_average_precision(target, predicted, np.array([1.0]))
     np.testing.assert_array_equal(detection.mean, want)
     np.testing.assert_array_equal(moment, want)
+
+
+def test_x64_interval_ious_follow_float64_windows(promotion):
+    """The IoU-valued metrics whose docstrings say so keep float64 windows' precision: an IoU
+    of 1 - 1e-12 stays below 1 (float32 would round it to a hit at a threshold of 1)."""
+    a = np.array([[0.0, 1.0]])
+    b = np.array([[0.0, 1.0 - 1e-12]])
+    with jax.enable_x64(True), jax.numpy_dtype_promotion(promotion):
+        a64, b64 = jax.numpy.asarray(a), jax.numpy.asarray(b)
+        results = {
+            "temporal_iou": M.temporal_iou(a64, b64),
+            "box_iou": M.box_iou(jax.numpy.asarray([[0.0, 0.0, 1.0, 1.0]]), b64[:, [0, 0, 1, 1]]),
+            "grounding_iou": M.grounding_iou(a64, b64),
+            "grounding_recall": M.grounding_recall(a64, b64, k=(1,), iou_thresholds=(1.0,)),
+            "moment_retrieval_average_precision": M.moment_retrieval_average_precision(
+                a64, b64, jax.numpy.ones(1), iou_thresholds=(1.0,)
+            ),
+        }
+    for name, value in results.items():
+        assert value.dtype == np.float64, name
+    assert float(results["temporal_iou"][0, 0]) < 1.0 and float(results["grounding_iou"]) < 1.0
+    assert float(results["grounding_recall"][0, 0]) == 0.0
+    assert float(results["moment_retrieval_average_precision"][0]) == 0.0

@@ -42,7 +42,8 @@ def add_parser(commands, add_output_arguments) -> None:
         "evaluate_ego4d_nlq.py) and mIoU of the top prediction, over the predicted queries. "
         "QVHighlights (JSONL files): Moment-DETR's standalone_eval numbers, MR-R1@t (IoU >= t), "
         "MR-mAP over tIoU 0.5:0.05:0.95 (full and short/middle/long windows), HL-mAP and "
-        "HL-Hit@1 at minimum saliency Fair/Good/VeryGood. Computed in float64, as the scripts.",
+        "HL-Hit@1 at minimum saliency Fair/Good/VeryGood. Recalls, mIoU and MR-mAP are computed "
+        "in float64, as the scripts; HL-mAP and HL-Hit@1 in float32.",
     )
     parser.add_argument(
         "ground_truth",

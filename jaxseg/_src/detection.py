@@ -82,7 +82,7 @@ def temporal_iou(segments_a: jax.typing.ArrayLike, segments_b: jax.typing.ArrayL
       segments_b: float ``[..., M, 2]`` (start, end).
 
     Returns:
-      ``float32[..., N, M]`` in [0, 1].
+      ``float32[..., N, M]`` in [0, 1] (float64 for float64 segments under x64).
 
     >>> temporal_iou(jnp.array([[0.0, 2.0]]), jnp.array([[1.0, 3.0], [5.0, 6.0]])).tolist()
     [[0.3333333432674408, 0.0]]
@@ -101,7 +101,7 @@ def box_iou(boxes_a: jax.typing.ArrayLike, boxes_b: jax.typing.ArrayLike) -> jax
       boxes_b: float ``[..., M, 4]``.
 
     Returns:
-      ``float32[..., N, M]`` in [0, 1].
+      ``float32[..., N, M]`` in [0, 1] (float64 for float64 boxes under x64).
 
     >>> box_iou(jnp.array([[0.0, 0.0, 2.0, 2.0]]), jnp.array([[1.0, 0.0, 3.0, 2.0]])).tolist()
     [[0.3333333432674408]]

@@ -171,8 +171,8 @@ def grounding_recall(
       prediction_mask: optional ``bool[..., P]``, True = real prediction.
 
     Returns:
-      ``float32[..., T, K]``, 1.0 (hit) or 0.0; NaN for a query without a valid target (a
-      padding query).
+      ``float32[..., T, K]`` (float64 for float64 windows under x64), 1.0 (hit) or 0.0; NaN
+      for a query without a valid target (a padding query).
 
     >>> gt = jnp.array([[0.0, 10.0]])
     >>> pred = jnp.array([[0.0, 5.0], [0.0, 9.0]])
@@ -229,8 +229,8 @@ def grounding_iou(
       prediction_mask: optional ``bool[..., P]``.
 
     Returns:
-      ``float32[...]`` in [0, 1]: 0 for a query without a valid prediction, NaN for one without
-      a valid target (a padding query).
+      ``float32[...]`` (float64 for float64 windows under x64) in [0, 1]: 0 for a query
+      without a valid prediction, NaN for one without a valid target (a padding query).
 
     >>> grounding_iou(jnp.array([[0.0, 10.0]]), jnp.array([[5.0, 15.0], [0.0, 10.0]])).tolist()
     0.3333333432674408
@@ -312,8 +312,8 @@ def moment_retrieval_average_precision(
       prediction_mask: optional ``bool[..., P]``.
 
     Returns:
-      ``float32[..., T]`` in [0, 1]; 0 for a query without predictions, NaN for one without a
-      valid target (a padding query).
+      ``float32[..., T]`` (float64 for float64 windows under x64) in [0, 1]; 0 for a query
+      without predictions, NaN for one without a valid target (a padding query).
 
     >>> gt = jnp.array([[0.0, 10.0], [20.0, 30.0]])
     >>> pred = jnp.array([[0.0, 9.0], [40.0, 50.0], [20.0, 30.0]])
