@@ -1,4 +1,4 @@
-"""The JSON / CSV of `evaluate`, `compare` and `detection` follow the schema in README.md
+"""The JSON / CSV of every command follow the schema in README.md
 ("Output formats"): every table and field documented, rows named by their first field, no
 `""` key, interval bounds as fields (not rows), no CSV column shared by two meanings."""
 
@@ -15,7 +15,7 @@ from _cli_data import random_videos, write_dataset
 from jaxseg._host.cli import main
 
 NAMES = ("SIL", "take", "pour", "stir", "background")
-ROW_NAMES = ("name", "video", "class", "metric")
+ROW_NAMES = ("name", "video", "class", "metric", "windows", "saliency")
 README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
 SCHEMA = README.split("### Output formats", 1)[1].split("\n## ", 1)[0]
 DOCUMENTED = set(re.findall(r"`([^`]+)`", SCHEMA))
@@ -31,13 +31,15 @@ def _run(capsys, *argv) -> str:
 def _documented(field: str) -> bool:
     generic = re.sub(r"^F1@[0-9.]+", "F1@<100τ>", field)
     generic = re.sub(r"^(Acc|Edit|F1@<100τ>) (low|high)$", r"<metric> \2", generic)
+    generic = re.sub(r"^AR@[0-9]+$", "AR@<n>", generic)
+    generic = re.sub(r"^R@[0-9]+ IoU>[0-9.]+$", "R@<k> IoU><t>", generic)
     return generic in DOCUMENTED or re.fullmatch(r"0\.[0-9]+", field) is not None
 
 
 def _check(document: dict) -> None:
     assert document["unit"] == "percent"
     for key in document["summary"]:
-        assert key in DOCUMENTED, f"summary field {key!r} is not in README's Output formats"
+        assert _documented(key), f"summary field {key!r} is not in README's Output formats"
     for table, rows in document.items():
         if table in ("unit", "summary"):
             continue
@@ -93,3 +95,78 @@ def test_detection_schema(tmp_path, capsys):
     assert document["map"][0]["name"] == "mAP"
     thresholds = {c for c in document["map"][0] if c not in ("name",)}  # AP at each tIoU
     _csv_columns_keep_one_meaning(_run(capsys, *argv, "--format", "csv"), thresholds)
+
+
+def _write_json(path, document) -> pathlib.Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_proposal_and_grounding_schema(tmp_path, capsys):
+    """The NLQ and proposal tables named their rows by an empty field (``""``)."""
+    segment = lambda start, end: {"segment": [start, end]}  # noqa: E731
+    database = {
+        "v1": {
+            "subset": "validation",
+            "annotations": [{**segment(0, 10), "label": "a"}, {**segment(20, 30), "label": "b"}],
+        }
+    }
+    proposals = {"v1": [{**segment(0, 9), "score": 0.9}, {**segment(21, 30), "score": 0.8}]}
+    runs = [
+        (
+            "detection",
+            "--proposals",
+            _write_json(tmp_path / "gt.json", {"database": database}),
+            _write_json(tmp_path / "props.json", {"results": proposals}),
+        )
+    ]
+    query = lambda start, end: {"clip_start_sec": start, "clip_end_sec": end}  # noqa: E731
+    clips = [
+        {
+            "clip_uid": "c1",
+            "annotations": [
+                {"annotation_uid": "a1", "language_queries": [query(0.0, 10.0), query(20.0, 30.0)]}
+            ],
+        }
+    ]
+    predicted = [
+        {
+            "clip_uid": "c1",
+            "annotation_uid": "a1",
+            "query_idx": i,
+            "predicted_times": [[0.0, 9.0], [20.0, 30.0]],
+        }
+        for i in (0, 1)
+    ]
+    runs.append(
+        (
+            "grounding",
+            _write_json(tmp_path / "nlq.json", {"videos": [{"clips": clips}]}),
+            _write_json(tmp_path / "nlq_predictions.json", {"results": predicted}),
+        )
+    )
+    truth = {
+        "qid": 1,
+        "duration": 150,
+        "relevant_windows": [[0, 10]],
+        "relevant_clip_ids": [0, 1, 2],
+        "saliency_scores": [[4, 4, 4]] * 3,
+    }
+    submission = {
+        "qid": 1,
+        "pred_relevant_windows": [[0, 10, 0.9], [20, 30, 0.5]],
+        "pred_saliency_scores": [1.0] * 75,
+    }
+    runs.append(
+        (
+            "grounding",
+            _write_json(tmp_path / "qv.jsonl", truth),
+            _write_json(tmp_path / "qv_submission.jsonl", submission),
+        )
+    )
+    tables = set()
+    for argv in runs:
+        document = json.loads(_run(capsys, *argv, "--format", "json"))
+        _check(document)
+        tables |= set(document) - {"unit", "summary"}
+    assert tables == {"proposals", "nlq", "moment_retrieval", "highlights"}

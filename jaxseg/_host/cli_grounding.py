@@ -320,7 +320,7 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
     columns = [f"R@{k} IoU>{t:g}" for k in ks for t in thresholds]
     values = [100 * recall[ti, ki] for ki in range(len(ks)) for ti in range(len(thresholds))]
     section = reports.Section(
-        "nlq", "Ego4D NLQ (%)", ("", *columns, "mIoU"), (("NLQ", *values, 100 * iou),)
+        "nlq", "Ego4D NLQ (%)", ("name", *columns, "mIoU"), (("NLQ", *values, 100 * iou),)
     )
     summary = {
         "evaluated": len(gt),
@@ -550,7 +550,7 @@ def proposal_report(args) -> reports.Report:
             at=at,
         )
         curve = jax.device_get(curve)
-    columns = ("", *(f"AR@{a}" for a in at), "AUC")
+    columns = ("name", *(f"AR@{a}" for a in at), "AUC")
     values = (*(100 * float(x) for x in curve.at), 100 * float(curve.auc))
     section = reports.Section(
         "proposals", "Average recall (%) vs proposals per video", columns, (("AR", *values),)
