@@ -21,6 +21,8 @@ from jaxseg._src.grounding import (
 )
 from jaxseg._src.proposals import ProposalCurve, proposal_average_recall
 from jaxseg._src.ranking import (
+    ClassScores,
+    PrecisionRecallCurve,
     average_precision,
     calibrated_average_precision,
     mean_average_precision,
@@ -50,6 +52,8 @@ from jaxseg._src.unsupervised import (
 )
 
 __all__ = [
+    "ClassScores",
+    "PrecisionRecallCurve",
     "ProposalCurve",
     "accuracy",
     "asot_hungarian_scores",

@@ -199,7 +199,7 @@ def segmentation_intervals(
 ) -> dict:
     """Bootstrap confidence intervals of every dataset metric the Evaluator reports (host side).
 
-    Resamples videos (:func:`~jaxseg._src.stats.bootstrap`, jit-compiled) over
+    Resamples videos (:func:`~jaxseg.stats.bootstrap`, jit-compiled) over
     :func:`segmentation_metrics` and, if given, :func:`class_metrics`.
 
     Args:
@@ -285,8 +285,8 @@ def segmentation_comparison(
     """Paired comparison of two models per reported metric (host side, for ``jaxseg compare``).
 
     For each metric: the paired bootstrap interval and p-value of ``a - b``
-    (:func:`~jaxseg._src.stats.paired_bootstrap_test`) and the paired permutation p-value
-    (:func:`~jaxseg._src.stats.permutation_test`), both with ``num_samples`` draws.
+    (:func:`~jaxseg.stats.paired_bootstrap_test`) and the paired permutation p-value
+    (:func:`~jaxseg.stats.permutation_test`), both with ``num_samples`` draws.
 
     Args:
       statistics_a: ``SegmentationStatistics`` ``[N, ...]`` of model A.

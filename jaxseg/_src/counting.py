@@ -126,6 +126,12 @@ def to_int(count: Count) -> np.ndarray:
     A streaming state's counters are split in two int32 halves so that they stay exact past
     2**31; ``compute`` reports such a count as -1 without ``jax_enable_x64``, this reads it.
 
+    Args:
+      count: a :class:`Count` of any shape (a state's leaf, such as ``state.frames``).
+
+    Returns:
+      Its exact value: numpy int64 of the count's shape, or a Python int for a scalar.
+
     >>> big = add(zeros(), 2**30)
     >>> to_int(add(add(big, 2**30), 2**30))
     3221225472

@@ -99,8 +99,8 @@ def confusion_matrix(
 ) -> jax.Array:
     """Confusion matrix of each sequence: ``cm[i, j]`` = frames of class i predicted as j.
 
-    Counted per run of the pair of labels (:func:`confusion_by_runs`): the cost follows the
-    number of label changes, not of frames.
+    Counted per run of the pair of labels: the cost follows the number of label changes, not
+    of frames.
 
     Args:
       targets: integer ``[..., T]`` true labels in ``[0, num_classes)``.

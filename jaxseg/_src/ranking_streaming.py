@@ -146,6 +146,9 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
     ``[..., N, C]``; ``compute`` returns ``accuracy`` ``float32[K]`` (NaN with no row) and
     ``rows``.
 
+    Args:
+      k: static tuple of K values of k, as :func:`top_k_accuracy`.
+
     >>> acc = top_k(k=(1, 2))
     >>> state = acc.update(acc.init(), jnp.array([2, 0]), jnp.array([[.1, .5, .4], [.3, .3, .4]]))
     >>> acc.compute(state)["accuracy"].tolist()

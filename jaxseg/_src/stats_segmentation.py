@@ -82,7 +82,7 @@ def segmentation_metrics(statistics: SegmentationStatistics, weights=None) -> di
     the multiset of videos, never on their order.
 
     Args:
-      statistics: :class:`~jaxseg._src.segmentation.SegmentationStatistics` with leaves ``[N]``
+      statistics: :class:`~jaxseg.stats.SegmentationStatistics` with leaves ``[N]``
         (``[N, K]`` for tp/fp/fn), e.g. ``Evaluator.statistics()``.
       weights: optional int32 ``[N]`` non-negative multiplicities; default 1 per video.
 
@@ -164,7 +164,7 @@ def class_statistics(targets, predictions, *, num_classes: int, mask=None) -> Cl
 
     ``support_c = #{t : y_t = c}``, ``predicted_c = #{t : p_t = c}``,
     ``correct_c = #{t : y_t = p_t = c}`` over valid frames, counted per run of the pair of
-    labels (:func:`jaxseg._src.frame.class_totals_by_runs`). Labels outside ``[0, C)`` are a
+    labels (the cost follows the label changes, not the frames). Labels outside ``[0, C)`` are a
     precondition violation (not checked inside jit; such a label is left out of its total).
 
     Args:

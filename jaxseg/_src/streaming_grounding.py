@@ -224,6 +224,9 @@ def moment_queries(
     :func:`moment_query_recall`; ``compute`` returns ``recall`` ``[T, R]`` (recalled / all
     targets, NaN with none) and ``targets``.
 
+    Args:
+      ranks, iou_thresholds, comparison: static, as :func:`moment_query_recall`.
+
     >>> acc = moment_queries(ranks=(1,), iou_thresholds=(0.5,))
     >>> gt, pred = jnp.array([[[0.0, 10.0], [20.0, 30.0]]]), jnp.array([[[0.0, 9.0]]])
     >>> acc.compute(acc.update(acc.init(), gt, pred))["recall"].tolist()

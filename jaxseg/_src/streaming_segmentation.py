@@ -236,7 +236,7 @@ def segmentation(
         masked ones before anything is counted (as in :func:`jaxseg.metrics.edit_score`).
 
     Returns:
-      An :class:`~jaxseg._src.accumulator.Accumulator`. ``compute(state)`` gives a dict with
+      An :class:`~jaxseg.streaming.Accumulator`. ``compute(state)`` gives a dict with
       ``accuracy``, ``edit`` (NaN without data), ``precision``/``recall``/``f1`` (float32
       ``[K]``, 0 where 0/0), and the exact counts ``videos``, ``frames``, ``tp``/``fp``/``fn``
       (``[K]``, summed over videos) and ``overflow`` (videos past a segment limit;

@@ -74,7 +74,7 @@ def global_hungarian(
       exclude_background: static; CTE's background handling / ASOT's removal of target -1.
 
     Returns:
-      An :class:`~jaxseg._src.accumulator.Accumulator`; ``compute`` gives the protocol's
+      An :class:`~jaxseg.streaming.Accumulator`; ``compute`` gives the protocol's
       ``mof``, ``mof_bg``, ``iou``, ``iou_bg`` (CTE) or ``mof``, ``miou`` (ASOT), the
       matching (``class_cluster``), ``table`` and ``videos`` (exact integer counts): equal to
       the function on all the data at once, however it was split. F1 is not accumulated (see
@@ -139,7 +139,7 @@ def per_video_hungarian(
       exclude_background: static, ASOT only: remove frames whose target is -1.
 
     Returns:
-      An :class:`~jaxseg._src.accumulator.Accumulator`; ``compute`` gives the mean of each
+      An :class:`~jaxseg.streaming.Accumulator`; ``compute`` gives the mean of each
       score over the videos where it is defined (values summed in fixed point, 2**-24 per
       video, so the result does not depend on batching), and ``videos``.
 
