@@ -60,23 +60,33 @@ def assert_identical(sharded, single, acc):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
-def checks(name, acc, mesh, arrays, keywords, *, additive=True):
-    """``(label, thunk)`` pairs; each thunk raises when its sharded result differs.
+def checks(name, acc, meshes, arrays, keywords, *, additive=True):
+    """``(mesh, label, thunk)`` triples; each thunk raises when its sharded result differs.
 
     ``update(state, *arrays, **keywords)`` (arrays ``[V, ...]``, keyword arrays or None)
-    under jit over the batch sharded along V, on a mesh of either axis type; on an Auto
+    under jit over the batch sharded along V, on each mesh (of either axis type); on an Auto
     mesh also a ``shard_map`` of per-device updates merged by ``psum``, for ``additive``
     states (a buffer of scores is merged by concatenation, not by a sum).
 
-    The reference is the unsharded batch's update without a mesh, computed here (the checks
-    run under ``jax.set_mesh``): the program compiled under a context mesh must give the same
-    bits. Highlight's APs once did not (XLA divided their precisions by the reciprocals of
-    constant ranks in one of the two programs, ``numerics.count_ratio``).
+    The reference is the unsharded batch's update without a mesh, computed here once for all
+    meshes (the checks run under ``jax.set_mesh``): the program compiled under a context mesh
+    must give the same bits. Highlight's APs once did not (XLA divided their precisions by
+    the reciprocals of constant ranks in one of the two programs, ``numerics.count_ratio``).
     """
     update = jax.jit(acc.update)
     reference = update(acc.init(), *arrays, **keywords)
-    single = lambda: reference  # noqa: E731
+    return [
+        (mesh, label, thunk)
+        for mesh in meshes
+        for label, thunk in _mesh_checks(
+            name, acc, mesh, update, reference, arrays, keywords, additive
+        )
+    ]
 
+
+def _mesh_checks(name, acc, mesh, update, reference, arrays, keywords, additive):
+    """:func:`checks` on one mesh: ``(label, thunk)`` pairs."""
+    single = lambda: reference  # noqa: E731
     inputs = jax.device_put((arrays, keywords), NamedSharding(mesh, P("data")))
     assert all(len(x.sharding.device_set) == DEVICES for x in jax.tree.leaves(inputs))
 
@@ -127,10 +137,8 @@ def main(axis_types) -> int:
     targets, predictions, mask = random_batch(0)
     assert (~mask.any(axis=1)).any(), "the batch should hold padding rows"
     cases = []
-    for mesh in meshes(axis_types):
-        for name, acc in accumulators().items():
-            labelled = checks(name, acc, mesh, (targets, predictions), {"mask": mask})
-            cases += [(mesh, label, thunk) for label, thunk in labelled]
+    for name, acc in accumulators().items():
+        cases += checks(name, acc, meshes(axis_types), (targets, predictions), {"mask": mask})
     return run(cases)
 
 

@@ -42,10 +42,8 @@ def main(axis_types) -> int:
     targets, predictions, mask = base.random_batch(0)
     batch = (targets - 1, (predictions + 1) % K - 1, mask)  # background -1 in both
     cases = []
-    for mesh in base.meshes(axis_types):
-        for name, acc in accumulators().items():
-            labelled = base.checks(name, acc, mesh, batch[:2], {"mask": batch[2]})
-            cases += [(mesh, label, thunk) for label, thunk in labelled]
+    for name, acc in accumulators().items():
+        cases += base.checks(name, acc, base.meshes(axis_types), batch[:2], {"mask": batch[2]})
     return base.run(cases)
 
 

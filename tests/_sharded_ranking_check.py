@@ -25,12 +25,11 @@ from _streaming_cases import ranking_cases
 
 def main(axis_types) -> int:
     assert jax.device_count() == base.DEVICES, jax.devices()
-    cases_ = []
-    for mesh in base.meshes(axis_types):
-        for name, (acc, arrays, keywords, additive) in ranking_cases().items():
-            labelled = base.checks(name, acc, mesh, arrays, keywords, additive=additive)
-            cases_ += [(mesh, label, thunk) for label, thunk in labelled]
-    return base.run(cases_)
+    cases = []
+    for name, (acc, arrays, keywords, additive) in ranking_cases().items():
+        meshes = base.meshes(axis_types)
+        cases += base.checks(name, acc, meshes, arrays, keywords, additive=additive)
+    return base.run(cases)
 
 
 if __name__ == "__main__":

@@ -30,16 +30,11 @@ SCRIPT = TESTS / "_sharded_check.py"
 
 
 @pytest.mark.multidevice
-def test_sharded_equals_single_device_on_auto_mesh():
-    """jit over a NamedSharding-sharded batch, and shard_map + psum merge, both accumulators."""
-    assert_passed(run_checks(SCRIPT, "auto"), checks=4)
-
-
-@pytest.mark.multidevice
-def test_sharded_equals_single_device_on_explicit_mesh():
-    """jax.make_mesh's default axis type: jit over an explicitly sharded batch, under
-    ``jax.set_mesh``, equals the single-device result exactly (both accumulators)."""
-    assert_passed(run_checks(SCRIPT, "explicit"), checks=2)
+def test_sharded_equals_single_device_on_auto_and_explicit_meshes():
+    """Both accumulators, jit over a NamedSharding-sharded batch on an Auto mesh and on an
+    Explicit one (jax.make_mesh's default axis type, under ``jax.set_mesh``), and shard_map +
+    psum merges on the Auto mesh, equal the single-device result exactly."""
+    assert_passed(run_checks(SCRIPT, "auto", "explicit"), checks=6)
 
 
 @pytest.mark.multidevice
