@@ -1,8 +1,11 @@
 """``jaxseg detection``: temporal action detection (ActivityNet JSON) and online detection.
 
-Offline: a ground-truth database and a submission in the ActivityNet JSON formats are padded
-into per-video tables and scored with :func:`jaxseg.metrics.detection_average_precision`
+Offline: a ground-truth database and a submission in the ActivityNet JSON formats are scored
+as :func:`jaxseg.metrics.detection_average_precision` scores one padded table of them
 (ActivityNet's algorithm): AP per class and threshold, mAP per threshold and their average.
+Videos are matched in groups of similar sizes, each padded to its own (one video with
+thousands of detections no longer pads every other video to its size), and the matched
+detections of all groups are ranked together.
 Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are scored with
 :func:`jaxseg.metrics.mean_average_precision` and
 :func:`jaxseg.metrics.calibrated_average_precision`.
@@ -11,6 +14,7 @@ Online (``--online``): per-frame ``[N, C]`` targets and scores (``.npy``) are sc
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -34,19 +38,27 @@ PRESETS = {
 }
 
 
-class DetectionTables(NamedTuple):
-    """Ground truth and detections padded into per-video tables (V videos, G / P slots)."""
+class DetectionData(NamedTuple):
+    """Ground truth and detections of each of V videos, unpadded."""
 
     videos: tuple[str, ...]
     class_names: tuple[str, ...]
-    gt_segments: np.ndarray  # float64 [V, G, 2] seconds
-    gt_labels: np.ndarray  # int32 [V, G]
-    gt_mask: np.ndarray  # bool [V, G]
-    pred_segments: np.ndarray  # float64 [V, P, 2]
-    pred_labels: np.ndarray  # int32 [V, P]
-    pred_scores: np.ndarray  # float64 [V, P]
-    pred_mask: np.ndarray  # bool [V, P]
+    ground_truth: tuple[np.ndarray, ...]  # V x float64 [n, 3]: start, end (seconds), class
+    detections: tuple[np.ndarray, ...]  # V x float64 [n, 4]: start, end, class, score
     videos_without_ground_truth: tuple[str, ...]
+
+
+class VideoGroup(NamedTuple):
+    """Videos matched together, padded to the group's sizes (W videos, G / P slots)."""
+
+    videos: np.ndarray  # int64 [n <= W]: indices into DetectionData.videos, increasing
+    gt_segments: np.ndarray  # float64 [W, G, 2] seconds
+    gt_labels: np.ndarray  # int32 [W, G]
+    gt_mask: np.ndarray  # bool [W, G]
+    pred_segments: np.ndarray  # float64 [W, P, 2]
+    pred_labels: np.ndarray  # int32 [W, P]
+    pred_scores: np.ndarray  # float64 [W, P]
+    pred_mask: np.ndarray  # bool [W, P]
 
 
 def add_parser(commands, add_output_arguments) -> None:
@@ -186,8 +198,8 @@ def _label(path: Path, where: str, entry) -> str:
     return str(label)
 
 
-def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> DetectionTables:
-    """Reads an ActivityNet ground-truth database and a submission into padded tables.
+def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> DetectionData:
+    """Reads an ActivityNet ground-truth database and a submission, video by video.
 
     Classes are the labels of the ground truth of ``subset`` (sorted), compared as strings
     (ActivityNet compares them as given: its KeyError for ``1`` against ``"1"``); a submission
@@ -249,18 +261,11 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
             rows.append((start, end, index[label], float(score)))
         detections[video] = rows
     videos = tuple(truth) + tuple(v for v in detections if v not in truth)
-    gt = _pad([[(s, e, c, 1.0) for s, e, c in _indexed(truth.get(v, []), index)] for v in videos])
-    pred = _pad([detections.get(v, []) for v in videos])
-    return DetectionTables(
+    return DetectionData(
         videos,
         class_names,
-        gt[0],
-        gt[1],
-        gt[3],
-        pred[0],
-        pred[1],
-        pred[2],
-        pred[3],
+        tuple(_rows(_indexed(truth.get(v, []), index), 3) for v in videos),
+        tuple(_rows(detections.get(v, []), 4) for v in videos),
         tuple(v for v in detections if v not in truth and detections[v]),
     )
 
@@ -269,30 +274,118 @@ def _indexed(rows, index):
     return [(start, end, index[label]) for start, end, label in rows]
 
 
+def _rows(rows, columns: int) -> np.ndarray:
+    """A video's rows (tuples of ``columns`` numbers) as float64 ``[n, columns]``."""
+    return np.array(rows, np.float64).reshape(len(rows), columns)
+
+
 def _bucket(n: int) -> int:
     """``n`` rounded up to a power of two (at least 8), so that table shapes repeat."""
     return 1 << max(3, (max(n, 1) - 1).bit_length())
 
 
-def _pad(per_video):
-    """``[V]`` lists of (start, end, label, score) -> segments, labels, scores, mask tables.
+def _power_of_two(n: int) -> int:
+    """``n`` (at least 1) rounded up to a power of two."""
+    return 1 << (max(n, 1) - 1).bit_length()
 
-    Both dimensions are rounded up to powers of two; padding rows and slots are masked out
-    (a video without ground truth or detections changes no AP).
-    """
-    videos, width = _bucket(len(per_video)), _bucket(max(len(rows) for rows in per_video))
+
+def _pad(per_video, videos: int, width: int):
+    """``per_video`` float64 ``[n, 3 or 4]`` rows (start, end, label[, score]) -> segments,
+    labels, scores and mask tables of ``videos`` rows and ``width`` slots; padding rows and
+    slots are masked out (a video without ground truth or detections changes no AP)."""
     segments = np.zeros((videos, width, 2), np.float64)
     labels = np.zeros((videos, width), np.int32)
     scores = np.zeros((videos, width), np.float64)
     mask = np.zeros((videos, width), bool)
     for v, rows in enumerate(per_video):
-        if rows:
-            array = np.array(rows, np.float64)
-            segments[v, : len(rows)] = array[:, :2]
-            labels[v, : len(rows)] = array[:, 2]
-            scores[v, : len(rows)] = array[:, 3]
-            mask[v, : len(rows)] = True
+        n = len(rows)
+        segments[v, :n] = rows[:, :2]
+        labels[v, :n] = rows[:, 2]
+        if rows.shape[1] > 3:
+            scores[v, :n] = rows[:, 3]
+        mask[v, :n] = True
     return segments, labels, scores, mask
+
+
+def video_groups(data: DetectionData) -> list[VideoGroup]:
+    """The videos with detections, grouped by their numbers of detections and of ground-truth
+    instances, each rounded up to a power of two, as is the number of videos of a group.
+
+    A video's slots are thus fewer than twice its detections (or instances), plus one, and a
+    group's rows fewer than twice its videos: the tables stay within four times the data,
+    where one table padded to the largest video grew with (videos x largest video).
+    Videos without detections match nothing; their ground truth counts in the AP's recall.
+    """
+    members: dict[tuple[int, int], list[int]] = {}
+    for v, (truth, rows) in enumerate(zip(data.ground_truth, data.detections, strict=True)):
+        if len(rows):
+            members.setdefault((_power_of_two(len(rows)), _power_of_two(len(truth))), []).append(v)
+    groups = []
+    for (width, gt_width), videos in sorted(members.items()):
+        count = _power_of_two(len(videos))
+        gt = _pad([data.ground_truth[v] for v in videos], count, gt_width)
+        pred = _pad([data.detections[v] for v in videos], count, width)
+        groups.append(VideoGroup(np.array(videos, np.int64), gt[0], gt[1], gt[3], *pred))
+    return groups
+
+
+def _instances(data: DetectionData) -> np.ndarray:
+    """Ground-truth instances per class, ``int64[C]``."""
+    truth = np.concatenate([rows[:, 2] for rows in data.ground_truth]).astype(np.int64)
+    return np.bincount(truth, minlength=len(data.class_names))
+
+
+@functools.cache
+def _programs():
+    """The jitted matching of one group of videos and AP of all the matched detections."""
+    import jax
+
+    from jaxseg._src.detection import match_detections, matched_class_scores
+
+    match = jax.jit(match_detections, static_argnames=("num_classes", "thresholds", "matching"))
+    score = jax.jit(matched_class_scores, static_argnames=("num_classes", "interpolation"))
+    return match, score
+
+
+def detection_scores(data: DetectionData, thresholds: tuple[float, ...]):
+    """AP per class and threshold and mAP of ``data``, as
+    :func:`jaxseg.metrics.detection_average_precision` gives them for one padded table of
+    all videos (float64 times and scores), bit for bit: the groups of :func:`video_groups`
+    are matched one by one and their matched detections ranked together, in the order one
+    table holds them (video, then decreasing score), which breaks ties of scores alike.
+
+    Returns:
+      :class:`~jaxseg._src.ranking.ClassScores`: ``per_class`` ``[C, K]``, ``mean`` ``[K]``.
+    """
+    import jax
+
+    from jaxseg._src.detection import Matches, static_iou_thresholds
+
+    match, score = _programs()
+    num_classes, thresholds = len(data.class_names), static_iou_thresholds(thresholds)
+    counts = np.array([len(rows) for rows in data.detections], np.int64)
+    offsets = np.cumsum(counts) - counts  # each video's first detection in one table's order
+    size = _power_of_two(int(counts.sum()))  # padded with no detection (class C), ranked last
+    labels = np.full(size, num_classes, np.int32)
+    scores = np.zeros(size, np.float64)
+    hits = np.zeros((size, len(thresholds)), bool)
+    # In float64, as ActivityNet: float32 times of a few thousand seconds move a tIoU by up to
+    # about 1e-4, and scores that differ only in float64 would tie.
+    with jax.enable_x64(True):
+        for group in video_groups(data):
+            found = match(
+                *group[1:], num_classes=num_classes, thresholds=thresholds, matching="activitynet"
+            )
+            # Each row holds its video's detections first, in decreasing score order.
+            width = group.pred_mask.shape[1]
+            slot = np.arange(width)
+            valid = slot < counts[group.videos][:, None]
+            where = (offsets[group.videos][:, None] + slot)[valid]
+            for table, value in zip((labels, scores, hits), found[:3], strict=True):
+                value = np.asarray(value)
+                table[where] = value.reshape(-1, width, *value.shape[1:])[: valid.shape[0]][valid]
+        matches = Matches(labels, scores, hits, _instances(data).astype(np.int32))
+        return score(matches, num_classes=num_classes, interpolation="all_point")
 
 
 # ------------------------------------------------------------------------------------------
@@ -321,28 +414,9 @@ def _percent(values) -> list[float]:
 
 
 def _offline(args) -> reports.Report:
-    import jax
-
-    from jaxseg.metrics import detection_average_precision
-
-    tables = read_activitynet(Path(args.ground_truth), Path(args.predictions), args.subset)
+    data = read_activitynet(Path(args.ground_truth), Path(args.predictions), args.subset)
     thresholds = _thresholds(args)
-    # In float64, as ActivityNet: float32 times of a few thousand seconds move a tIoU by up to
-    # about 1e-4, and scores that differ only in float64 would tie.
-    with jax.enable_x64(True):
-        scores = jax.jit(
-            detection_average_precision, static_argnames=("num_classes", "iou_thresholds")
-        )(
-            tables.gt_segments,
-            tables.gt_labels,
-            tables.pred_segments,
-            tables.pred_labels,
-            tables.pred_scores,
-            num_classes=len(tables.class_names),
-            iou_thresholds=thresholds,
-            target_mask=tables.gt_mask,
-            prediction_mask=tables.pred_mask,
-        )
+    scores = detection_scores(data, thresholds)
     per_class, mean = np.asarray(scores.per_class, np.float64), np.asarray(scores.mean, np.float64)
     columns = ("name", *_threshold_columns(thresholds), "Avg")
     sections = [
@@ -353,35 +427,35 @@ def _offline(args) -> reports.Report:
             (("mAP", *_percent(mean), 100.0 * float(np.mean(mean))),),
         )
     ]
-    instances = np.bincount(tables.gt_labels[tables.gt_mask], minlength=len(tables.class_names))
+    instances = _instances(data)
     if args.per_class:
         rows = tuple(
             (name, int(instances[c]), *_percent(per_class[c]), 100.0 * float(per_class[c].mean()))
-            for c, name in enumerate(tables.class_names)
+            for c, name in enumerate(data.class_names)
         )
         sections.append(
             reports.Section(
                 "ap_per_class", "AP (%) per class", ("class", "instances", *columns[1:]), rows
             )
         )
-    detections = int(tables.pred_mask.sum())
+    detections = sum(len(rows) for rows in data.detections)
     summary = {
-        "videos": len(tables.videos) - len(tables.videos_without_ground_truth),
+        "videos": len(data.videos) - len(data.videos_without_ground_truth),
         "ground_truth_instances": int(instances.sum()),
         "detections": detections,
-        "classes": list(tables.class_names),
+        "classes": list(data.class_names),
         "subset": args.subset,
         "tiou_thresholds": list(thresholds),
-        "videos_without_ground_truth": list(tables.videos_without_ground_truth),
+        "videos_without_ground_truth": list(data.videos_without_ground_truth),
         "average_mAP": 100.0 * float(np.mean(mean)),
     }
     text = (
         f"{summary['videos']:,} videos ({args.subset}), {int(instances.sum()):,} ground-truth "
-        f"instances, {detections:,} detections, {len(tables.class_names)} classes"
+        f"instances, {detections:,} detections, {len(data.class_names)} classes"
     )
-    if tables.videos_without_ground_truth and not args.quiet:
+    if data.videos_without_ground_truth and not args.quiet:
         print(
-            f"jaxseg: note: {len(tables.videos_without_ground_truth)} video(s) of the "
+            f"jaxseg: note: {len(data.videos_without_ground_truth)} video(s) of the "
             f"submission are not in the ground truth of subset {args.subset!r}; their "
             "detections count as false positives",
             file=sys.stderr,

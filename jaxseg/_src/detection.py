@@ -431,6 +431,25 @@ def _dataset_average_precision(*tables, num_classes, thresholds, matching, inter
     matches = match_detections(
         *tables, num_classes=num_classes, thresholds=thresholds, matching=matching
     )
+    return matched_class_scores(matches, num_classes=num_classes, interpolation=interpolation)
+
+
+def matched_class_scores(matches: Matches, *, num_classes, interpolation) -> ClassScores:
+    """AP per class and threshold, and mAP, of matched predictions ranked together.
+
+    The predictions may come from several calls of :func:`match_detections` (videos matched
+    in groups), concatenated: tied scores rank in the order of the concatenation.
+
+    Args:
+      matches: :class:`Matches` of N predictions (``label`` ``int32[N]``, num_classes for
+        none; ``score`` ``[N]``; ``true_positive`` ``bool[N, K]``; ``num_positives``
+        ``int32[C]``).
+      num_classes: static number of classes C.
+      interpolation: static ``"all_point"`` or ``"11point"``.
+
+    Returns:
+      :class:`ClassScores`: ``per_class`` ``float32[C, K]`` and ``mean`` ``float32[K]``.
+    """
     per_class = class_average_precision(
         matches, num_classes=num_classes, interpolation=interpolation
     )
