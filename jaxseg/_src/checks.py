@@ -303,6 +303,8 @@ def static_thresholds(
     """
     if isinstance(values, (int, float, np.floating, np.integer)):
         values = (values,)
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        values = tuple(values.tolist())  # an array for a tuple option is the tuple of its items
     if not isinstance(values, Sequence) or len(values) == 0:
         raise ValueError(
             f"{name} must be a non-empty tuple of thresholds in (0, 1], got {values!r}."
