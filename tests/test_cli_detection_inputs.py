@@ -256,6 +256,28 @@ def test_online_non_finite_targets_are_errors(tmp_path, capsys, value):
     assert "scores.npy: scores hold NaN (first at frame 7, class 1)" in err
 
 
+@pytest.mark.parametrize(
+    ("coding", "message"),
+    [
+        (lambda onehot: np.where(onehot > 0, 1, -1), "targets hold -1 at frame 0, class 0"),
+        (lambda onehot: 0.9 * onehot + 0.025, "targets hold 0.025 at frame 0, class 0"),
+        (lambda onehot: 2 * onehot.astype(np.int8), "targets hold 2 at frame 0, class 2"),
+    ],
+    ids=["plus-minus-one", "soft", "two"],
+)
+def test_online_targets_other_than_0_or_1_are_errors(tmp_path, capsys, coding, message):
+    """`targets != 0` counted -1 and 0.025 as positives: mAP 100 for +-1 or soft targets."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "scores.npy", rng.random((20, 4)).astype(np.float32))
+    np.save(tmp_path / "targets.npy", coding(np.eye(4)[[2, *rng.integers(0, 4, 19)]]))
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert f"targets.npy: {message}; expected 0 or 1" in err
+    for targets in (np.eye(4, dtype=bool)[rng.integers(0, 4, 20)], np.eye(4)[[2] * 20]):
+        np.save(tmp_path / "targets.npy", targets)
+        argv = ("detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+        assert run(capsys, *argv)[0] == 0
+
+
 # ------------------------------------------------------------------------------------------
 # Options a mode does not use
 # ------------------------------------------------------------------------------------------

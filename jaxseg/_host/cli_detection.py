@@ -414,13 +414,16 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
             f"{targets_path}: targets have shape {targets.shape} but scores "
             f"{scores.shape} ({scores_path})"
         )
-    # Any non-zero target is a positive: a NaN or infinite one would count as one silently.
-    if np.issubdtype(targets.dtype, np.inexact) and not np.isfinite(targets).all():
-        frame, column = np.argwhere(~np.isfinite(targets))[0]
-        raise InputError(
-            f"{targets_path}: targets hold {targets[frame, column]} at frame {frame}, class "
-            f"{column}; expected 0 or 1"
-        )
+    # A target other than 0 or 1 (NaN, -1 of a +-1 coding, a soft 0.9) would count as a
+    # positive silently: mAP 100 for +-1 targets.
+    if targets.dtype != bool:
+        bad = ~np.isin(targets, (0, 1))
+        if bad.any():
+            frame, column = np.argwhere(bad)[0]
+            raise InputError(
+                f"{targets_path}: targets hold {targets[frame, column]} at frame {frame}, "
+                f"class {column}; expected 0 or 1"
+            )
     return targets != 0, scores.astype(np.float32)
 
 
