@@ -79,6 +79,20 @@ def test_proposal_points_off_the_curve_are_errors(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("results", [{}, {"v1": [], "v2": []}])
+def test_proposal_files_without_a_proposal_give_recall_0(tmp_path, capsys, results):
+    """As the README says (eval_proposal.py divides by zero); an IndexError before."""
+    truth, proposals = _anet(tmp_path), tmp_path / "prop.json"
+    proposals.write_text(json.dumps({"results": results}))
+    code, out, err = run(capsys, "detection", "--proposals", truth, proposals, "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["proposals"][0] == {
+        "": "AR", "AR@1": 0.0, "AR@5": 0.0, "AR@10": 0.0, "AR@100": 0.0, "AUC": 0.0
+    }  # fmt: skip
+    assert document["summary"]["proposals"] == 0
+
+
 # ------------------------------------------------------------------------------------------
 # Repeated keys and ids
 # ------------------------------------------------------------------------------------------
@@ -234,6 +248,16 @@ def test_qvhighlights_saliency_scores_are_one_per_clip(tmp_path, capsys, count):
     code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["summary"]["brief"]["HL-min-Fair-Hit1"] == pytest.approx(0.0)
+
+
+def test_qvhighlights_without_a_predicted_window_gives_0(tmp_path, capsys):
+    """Every pred_relevant_windows empty: an IndexError before."""
+    truth, submission = _qvhighlights(tmp_path, "10", [0.9, 0.1, 0, 0, 0])
+    entry = json.loads(submission.read_text())
+    submission.write_text(json.dumps({**entry, "pred_relevant_windows": []}) + "\n")
+    code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["brief"]["MR-full-mAP"] == 0.0
 
 
 # ------------------------------------------------------------------------------------------

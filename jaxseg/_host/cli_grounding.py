@@ -116,9 +116,8 @@ def window(where: str, value, *, scored: bool = False) -> tuple[float, ...]:
     return tuple(float(x) for x in value[:size])
 
 
-def pad(rows: list[list[tuple[float, ...]]], width: int | None = None):
-    """Lists of tuples -> float64 ``[N, W, len]`` table and bool ``[N, W]`` mask."""
-    size = max((len(r[0]) for r in rows if r), default=2)
+def pad(rows: list[list[tuple[float, ...]]], width: int | None = None, *, size: int = 2):
+    """Lists of ``size``-tuples -> float64 ``[N, W, size]`` table and bool ``[N, W]`` mask."""
     width = max(1, max((len(r) for r in rows), default=1)) if width is None else width
     table = np.zeros((len(rows), width, size), np.float64)
     mask = np.zeros((len(rows), width), bool)
@@ -282,7 +281,7 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
     if pred:
         if len(pred) != len(qids):
             raise InputError(f"{submission}: pred_relevant_windows is missing in some lines")
-        table, mask = pad(pred)
+        table, mask = pad(pred, size=3)
         out["mr"] = (*pad(gt), table[..., :2], table[..., 2], mask)
     if scores:
         if len(scores) != len(qids):
@@ -490,7 +489,7 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
         found[video] = rows
     videos = list(truth) + [v for v in found if v not in truth]
     gt, gm = pad([truth.get(v, []) for v in videos])
-    table, pm = pad([found.get(v, []) for v in videos])
+    table, pm = pad([found.get(v, []) for v in videos], size=3)
     return sum(bool(rows) for rows in truth.values()), gt, gm, table[..., :2], table[..., 2], pm
 
 
