@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from _cli_data import write_dataset
 
+from jaxseg._host import io_files
 from jaxseg._host.cli import main
 
 NAMES = ("take", "open", "background")
@@ -148,6 +149,16 @@ def test_unreadable_mapping(dataset, capsys):
         (root / "m.txt").chmod(0)
         assert "cannot read mapping file" in fails(capsys, truth, predictions, "--mapping",
                                                    root / "m.txt")  # fmt: skip
+
+
+def test_a_mapping_of_more_classes_than_the_limit_names_the_file(dataset, capsys, monkeypatch):
+    """A ValueError traceback from the Evaluator before (2**20 classes; patched to 2 here)."""
+    root, truth, predictions = dataset
+    monkeypatch.setattr(io_files, "LABEL_LIMIT", 2)
+    assert fails(capsys, truth, predictions) == (
+        f"{root / 'mapping.txt'}: 3 classes; at most 2 are supported (per-class count tables; "
+        "relabel the classes used to 0..C-1)"
+    )
 
 
 def test_label_array_out_of_range(dataset, capsys):

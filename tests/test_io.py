@@ -39,7 +39,9 @@ def test_mapping_reads_indices_in_any_order_and_skips_blank_lines(tmp_path):
         ("0 take\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
         # a form feed breaks no line (str.splitlines counted one: line 3)
         ("0 take\x0c\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
-        ("0 take\n2 open\n", "indices must be 0..1, but 1 is missing"),
+        ("0 take\n2 open\n", ":2: index 2 is out of range: 2 classes take indices 0..1 (1 is"),
+        # the line of the index, not only the gap it leaves
+        ("2 a\n0 b\n99999999999999999999 c\n", ":3: index 99999999999999999999 is out of range"),
         ("\n\n", "mapping file is empty"),
         ("0 take\n1 op\x00en\n", "mapping file is not a text file (NUL byte at offset 11)"),
     ],

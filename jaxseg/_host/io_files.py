@@ -236,14 +236,29 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
             )
         by_index[index] = name
         first_line[name] = number
-    if not by_index:
-        raise InputError(f"{path}: mapping file is empty")
-    missing = sorted(set(range(len(by_index))) - set(by_index))
-    if missing:
-        raise InputError(
-            f"{path}: indices must be 0..{len(by_index) - 1}, but {missing[0]} is missing"
-        )
+    _check_indices(path, by_index, first_line)
     return tuple(by_index[i] for i in range(len(by_index)))
+
+
+def _check_indices(path: Path, by_index: dict[int, str], first_line: dict[str, int]) -> None:
+    """Raises :class:`InputError` unless the mapping's indices are ``0..C-1``, C within
+    ``LABEL_LIMIT`` (naming the line of the first index out of range)."""
+    count = len(by_index)
+    if not count:
+        raise InputError(f"{path}: mapping file is empty")
+    if count > LABEL_LIMIT:
+        raise InputError(
+            f"{path}: {count:,} classes; at most {LABEL_LIMIT:,} are supported (per-class "
+            "count tables; relabel the classes used to 0..C-1)"
+        )
+    outside = [index for index in by_index if index >= count]
+    if outside:
+        line, index = min((first_line[by_index[i]], i) for i in outside)
+        missing = min(set(range(count)) - set(by_index))
+        raise InputError(
+            f"{path}:{line}: index {index} is out of range: {count} classes take indices "
+            f"0..{count - 1} ({missing} is missing)"
+        )
 
 
 def _locate_token(text: str, position: int) -> tuple[int, int]:
