@@ -83,6 +83,18 @@ def test_text_labels_accept_crlf_tabs_and_leading_blank_lines(tmp_path):
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
 
 
+def test_a_first_line_of_class_names_beginning_with_hash_is_no_header(tmp_path):
+    path, index = tmp_path / "v.txt", {"#bg": 0, "take": 1, "#": 2}
+    path.write_text("#bg\ntake\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1])
+    path.write_text("#bg take #\ntake\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1, 2, 1])
+    path.write_text("### Frame level recognition: ###\n#bg take\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1])
+    path.write_text("# take\n#bg take\n")  # '#' is no class of this mapping: a header
+    np.testing.assert_array_equal(io.read_label_text(path, {"#bg": 0, "take": 1}), [0, 1])
+
+
 def test_unknown_label_names_line_and_frame(tmp_path):
     path = tmp_path / "v.txt"
     path.write_text("take\ntake\n\nopen\nstir\ntake\n")

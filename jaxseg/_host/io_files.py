@@ -277,7 +277,8 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
 
     Two formats are recognised: one label per line (ground truth, most predictions), and the
     MS-TCN results format, a header line beginning with ``#`` followed by labels separated by
-    spaces. Labels may be separated by any whitespace in both.
+    spaces (a first line of class names only, such as a class ``#bg``, is labels, not a
+    header). Labels may be separated by any whitespace in both.
 
     Args:
       path: the label file.
@@ -305,16 +306,12 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
         data = data[len(_BOM) :]
     body = data.lstrip()
     first_line = len(text_lines(data[: len(data) - len(body)].decode("ascii")))
-    if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
-        # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
-        ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
-        end = min(ends) + 1 if ends else len(body)
-        body = body[end + 1 :] if body[end - 1 : end + 1] == b"\r\n" else body[end:]
-        first_line += 1
+    lookup = {name.encode(): index for name, index in class_index.items()}
+    body, header_lines = _without_header(body, lookup)
+    first_line += header_lines
     tokens = body.split()
     if not tokens:
         raise InputError(f"{path}: empty file (no labels)")
-    lookup = {name.encode(): index for name, index in class_index.items()}
     try:
         return np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int32, count=len(tokens))
     except KeyError as error:
@@ -327,6 +324,23 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
             f"known labels: {_listing(list(class_index), limit=8)}"
             f"{normalization_hint(unknown.decode(), class_index)}"
         ) from None
+
+
+def _without_header(body: bytes, lookup: Mapping[bytes, int]) -> tuple[bytes, int]:
+    """``body`` without the header line of an MS-TCN results file (``### Frame level
+    recognition: ###``), and the number of lines removed (0 or 1).
+
+    The header is a first line that begins with ``#`` and is not made of class names only:
+    the label of a class named ``#bg`` on the first line is a frame, not a header.
+    """
+    if not body.startswith(b"#"):
+        return body, 0
+    # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
+    ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
+    end = min(ends) + 1 if ends else len(body)
+    if all(token in lookup for token in body[:end].split()):
+        return body, 0
+    return (body[end + 1 :] if body[end - 1 : end + 1] == b"\r\n" else body[end:]), 1
 
 
 def normalization_hint(name: str, known: Iterable[str]) -> str:
