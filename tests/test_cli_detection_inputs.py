@@ -302,6 +302,25 @@ def test_online_targets_other_than_0_or_1_are_errors(tmp_path, capsys, coding, m
         assert run(capsys, *argv)[0] == 0
 
 
+def test_online_files_that_are_not_npy_or_have_no_class_are_named(tmp_path, capsys):
+    """JSON files gave numpy's message on pickled data (inviting allow_pickle); scores [N, 0]
+    gave 'class index 0 is outside the 0 score columns', naming no file."""
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text('{"results": {}}')
+    err = fails(capsys, "detection", "--online", truth, submission)
+    assert f"{submission}: scores file is not a .npy file (it starts with b'{{\"result'" in err
+    np.save(tmp_path / "scores.npy", np.zeros((50, 3), np.float32))
+    err = fails(capsys, "detection", "--online", truth, tmp_path / "scores.npy")
+    assert f"{truth}: targets file is not a .npy file (it starts with b'{{\"databa'" in err
+    np.save(tmp_path / "scores.npy", np.zeros((50, 0), np.float32))
+    np.save(tmp_path / "targets.npy", np.zeros((50, 0), bool))
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert (
+        "scores.npy: expected float scores [N, C] with N, C >= 1, got dtype float32 shape (50, 0)"
+        in err
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # Options a mode does not use
 # ------------------------------------------------------------------------------------------

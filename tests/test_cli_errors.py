@@ -333,12 +333,18 @@ def test_unreadable_npy_files_are_named(dataset, capsys):
     (predictions / "b").unlink()
     (predictions / "b.npy").write_bytes(b"")
     assert fails(capsys, truth, predictions) == (
-        f"{predictions / 'b.npy'}: not a readable .npy array (EOFError: No data left in file)"
+        f"{predictions / 'b.npy'}: empty label file (not a .npy file)"
     )
     np.savez(predictions / "b.npz", labels=np.array([2, 1, 1]))
     (predictions / "b.npz").rename(predictions / "b.npy")
     assert fails(capsys, truth, predictions) == (
         f"{predictions / 'b.npy'}: not a .npy array but an .npz archive of several arrays"
+    )
+    # numpy's message for other bytes spoke of pickled data and invited allow_pickle=True
+    (predictions / "b.npy").write_text("background\nopen\nopen\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: label file is not a .npy file (it starts with "
+        "b'backgrou', not the .npy magic b'\\x93NUMPY')"
     )
 
 

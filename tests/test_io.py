@@ -167,7 +167,7 @@ def test_label_arrays(tmp_path):
         with pytest.raises(io.InputError, match=re.escape(message)):
             io.read_label_array(tmp_path / f"{name}.npy")
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    with pytest.raises(io.InputError, match=r"junk\.npy: not a readable \.npy array"):
+    with pytest.raises(io.InputError, match=r"junk\.npy: label file is not a \.npy file"):
         io.read_label_array(tmp_path / "junk.npy")
     with pytest.raises(io.InputError, match="text label files need a mapping file"):
         io.read_labels(tmp_path / "v.txt", None)

@@ -393,10 +393,10 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
     require_file(targets_path, "targets file")  # before the scores are read
     scores = read_npy(scores_path, "scores file")
-    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or 0 in scores.shape:
         raise InputError(
-            f"{scores_path}: expected float scores [N, C], got dtype {scores.dtype} "
-            f"shape {scores.shape}"
+            f"{scores_path}: expected float scores [N, C] with N, C >= 1, got dtype "
+            f"{scores.dtype} shape {scores.shape}"
         )
     if np.isnan(scores).any():
         frame, column = np.argwhere(np.isnan(scores))[0]

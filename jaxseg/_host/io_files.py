@@ -32,6 +32,7 @@ _TEMPORARY_STEM = 64
 # entries on the host and on the device), which this bound keeps at a few MB; a larger label
 # is a misread file or ids to relabel, not a class.
 LABEL_LIMIT = 1 << 20
+_NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -185,9 +186,29 @@ def is_finite_number(value) -> bool:
         return False
 
 
+def _check_npy_magic(path: Path, what: str) -> None:
+    """Raises :class:`InputError` unless ``path`` begins as a ``.npy`` file (or an ``.npz``
+    archive, which :func:`read_npy` names): numpy's own message for other bytes talks of
+    pickled data and ``allow_pickle``."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(8)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    if head.startswith((_NPY_MAGIC, b"PK\x03\x04")):
+        return
+    if not head:
+        raise InputError(f"{path}: empty {what} (not a .npy file)")
+    raise InputError(
+        f"{path}: {what} is not a .npy file (it starts with {head!r}, not the .npy magic "
+        f"{_NPY_MAGIC!r})"
+    )
+
+
 def read_npy(path: Path, what: str) -> np.ndarray:
     """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
     require_file(path, what)
+    _check_npy_magic(path, what)
     try:
         array = np.load(path, allow_pickle=False)
     except Exception as error:  # numpy's readers raise EOFError, BadZipFile, ... on bad bytes
