@@ -171,6 +171,21 @@ def test_label_array_out_of_range(dataset, capsys):
     )
 
 
+@pytest.mark.parametrize("columns", [2, 7])
+def test_score_arrays_need_a_column_per_class_of_the_mapping(dataset, capsys, columns):
+    """7 columns against 3 classes read as 'label 6 is not a class', or passed without a word
+    when the argmax stayed below 3."""
+    root, truth, predictions = dataset
+    (predictions / "b").unlink()
+    scores = np.zeros((3, columns), np.float32)
+    scores[:, 1] = 1.0  # argmax 1: a class of the mapping
+    np.save(predictions / "b.npy", scores)
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: scores [T, C] of shape (3, {columns}) have {columns} class "
+        f"columns, but {root / 'mapping.txt'} has 3 classes"
+    )
+
+
 def test_output_folder_missing(dataset, capsys):
     root, truth, predictions = dataset
     target = root / "no" / "out.json"

@@ -377,11 +377,17 @@ def normalization_hint(name: str, known: Iterable[str]) -> str:
     return ""
 
 
-def read_label_array(path: str | os.PathLike) -> np.ndarray:
+def read_label_array(
+    path: str | os.PathLike, num_classes: int | None = None, mapping: Path | None = None
+) -> np.ndarray:
     """Reads a ``.npy`` file of per-frame class indices ``[T]`` or scores ``[T, C]`` (argmax).
 
     Args:
       path: the ``.npy`` file (no pickles are loaded).
+      num_classes: the number of classes, which scores ``[T, C]`` must have as C (else the
+        argmax of too many columns may pass for a class, or be reported as a label out of
+        range); None: not checked.
+      mapping: the file of the ``num_classes`` classes, named in that error.
 
     Returns:
       int32 array ``[T]`` of class indices (not yet checked against a number of classes).
@@ -395,6 +401,11 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
     if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
         if array.shape[1] == 0 or np.isnan(array).any():
             raise InputError(f"{path}: score array [T, C] must have C >= 1 and no NaN")
+        if num_classes is not None and array.shape[1] != num_classes:
+            raise InputError(
+                f"{path}: scores [T, C] of shape {array.shape} have {array.shape[1]} class "
+                f"columns, but {mapping or 'the mapping'} has {num_classes} classes"
+            )
         array = np.argmax(array, axis=1)
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.dtype == bool):
         raise InputError(
@@ -414,11 +425,14 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
     return array.astype(np.int32)
 
 
-def read_labels(path: str | os.PathLike, class_index: Mapping[str, int] | None) -> np.ndarray:
-    """Reads one video's labels: a ``.npy`` array, or a text file of names (needs the mapping)."""
+def read_labels(
+    path: str | os.PathLike, class_index: Mapping[str, int] | None, mapping: Path | None = None
+) -> np.ndarray:
+    """Reads one video's labels: a ``.npy`` array (scores ``[T, C]`` with a column per class
+    of ``class_index``), or a text file of names (needs the mapping, named ``mapping``)."""
     path = Path(path)
     if path.suffix == ".npy":
-        return read_label_array(path)
+        return read_label_array(path, None if class_index is None else len(class_index), mapping)
     if class_index is None:
         raise InputError(f"{path}: text label files need a mapping file (--mapping)")
     return read_label_text(path, class_index)
@@ -599,8 +613,8 @@ def read_videos(
     class_index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
     targets, outputs = [], []
     for count, (name, truth_file, prediction_file) in enumerate(videos, start=1):
-        target = read_labels(truth_file, class_index)
-        prediction = read_labels(prediction_file, class_index)
+        target = read_labels(truth_file, class_index, mapping)
+        prediction = read_labels(prediction_file, class_index, mapping)
         if class_names is not None:
             _check_in_range(truth_file, target, mapping, len(class_names))
             _check_in_range(prediction_file, prediction, mapping, len(class_names))
