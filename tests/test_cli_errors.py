@@ -194,6 +194,26 @@ def test_output_folder_missing(dataset, capsys):
     )
 
 
+def test_empty_output_and_dangling_links_are_named(dataset, capsys):
+    """`--output ""` printed ': is a folder' (no name); a link to a missing folder printed
+    'output folder . does not exist', the link's own folder."""
+    root, truth, predictions = dataset
+    assert fails(capsys, truth, predictions, "--output", "") == (
+        "--output is empty; give a file name (or - for stdout)"
+    )
+    assert fails(capsys, truth, predictions, "--plot", "") == "--plot is empty; give a folder"
+    link = root / "dangling.json"
+    link.symlink_to(root / "missing" / "x.json")
+    assert fails(capsys, truth, predictions, "--output", link) == (
+        f"{link}: symbolic link to {root / 'missing' / 'x.json'}: its folder "
+        f"{root / 'missing'} does not exist"
+    )
+    (root / "missing").mkdir()
+    assert main(["evaluate", str(truth), str(predictions), "--output", str(link)]) == 0
+    capsys.readouterr()
+    assert link.is_symlink() and (root / "missing" / "x.json").read_text().startswith("2 videos")
+
+
 def test_bad_arguments_exit_2_with_usage(dataset, capsys):
     _, truth, predictions = dataset
     for argv in (["--overlaps", "0"], ["--overlaps", "1.5"], ["--format", "xml"],
