@@ -57,6 +57,18 @@ def test_missing_folders_and_files(dataset, capsys):
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
 
 
+def test_pipes_and_devices_are_not_called_missing(dataset, capsys):
+    """`--split <(...)` and `--mapping /dev/null` said 'split file not found'."""
+    root, truth, predictions = dataset
+    os.mkfifo(root / "split.fifo")
+    assert fails(capsys, truth, predictions, "--split", root / "split.fifo") == (
+        f"{root / 'split.fifo'}: is a pipe, not a regular file; the split file must be a file"
+    )
+    assert fails(capsys, truth, predictions, "--mapping", os.devnull) == (
+        f"{os.devnull}: is a device, not a regular file; the mapping file must be a file"
+    )
+
+
 def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     root, truth, predictions = dataset
     (predictions / "c").write_text("take\n")

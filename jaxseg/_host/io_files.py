@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import unicodedata
@@ -65,11 +66,24 @@ def text_lines(text: str) -> list[str]:
 
 
 def require_file(path: Path, what: str) -> None:
-    """Raises :class:`InputError` unless ``path`` is a file (a folder is named as one)."""
+    """Raises :class:`InputError` unless ``path`` is a regular file (a folder, a pipe or a
+    device is named as one: a pipe, such as ``<(...)``, reads once, and some files are read
+    twice, by ``compare``)."""
     if path.is_dir():
         raise InputError(f"{path}: is a folder; the {what} must be a file")
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
+    if path.is_file():
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise InputError(f"{path}: {what} not found") from None
+    kind = (
+        "a pipe" if stat.S_ISFIFO(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "not a file"
+    )  # fmt: skip
+    raise InputError(f"{path}: is {kind}, not a regular file; the {what} must be a file")
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
