@@ -211,3 +211,31 @@ def test_qvhighlights_lines_without_predictions_are_named(tmp_path, capsys):
         ["grounding", gt, sub],
         f"{sub}: no line has pred_relevant_windows or pred_saliency_scores",
     )
+
+
+def test_nlq_entries_that_are_not_objects_are_named_as_such(tmp_path, capsys):
+    """A null result was reported as "'clip_uid' must be a string, got None"."""
+    query = {"clip_start_sec": 0, "clip_end_sec": 4}
+    annotation = {"annotation_uid": "a", "language_queries": [query]}
+    nlq, pred = tmp_path / "nlq.json", tmp_path / "pred.json"
+    nlq.write_text(
+        json.dumps({"videos": [{"clips": [{"clip_uid": "c", "annotations": [annotation]}]}]})
+    )
+    pred.write_text(json.dumps({"results": [None]}))
+    _check_error(
+        capsys,
+        ["grounding", nlq, pred],
+        f"{pred}: results[0]: expected an object with 'clip_uid', got None",
+    )
+    result = {"clip_uid": "c", "annotation_uid": "a", "query_idx": 0, "predicted_times": [[0, 4]]}
+    pred.write_text(json.dumps({"results": [result]}))
+    annotation["language_queries"] = ["x"]
+    nlq.write_text(
+        json.dumps({"videos": [{"clips": [{"clip_uid": "c", "annotations": [annotation]}]}]})
+    )
+    _check_error(
+        capsys,
+        ["grounding", nlq, pred],
+        f"{nlq}: videos[0].clips[0].annotations[0].language_queries[0]: expected an object with "
+        "'clip_start_sec' and 'clip_end_sec', got 'x'",
+    )

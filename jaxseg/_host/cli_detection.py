@@ -166,7 +166,9 @@ def _member(path: Path, document, key: str, what: str) -> dict:
 
 
 def _segment(path: Path, where: str, entry) -> tuple[float, float]:
-    segment = entry.get("segment") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: {where}: expected an object with 'segment', got {entry!r}")
+    segment = entry.get("segment")
     if (
         not isinstance(segment, (list, tuple))
         or len(segment) != 2

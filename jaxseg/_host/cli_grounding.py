@@ -129,7 +129,9 @@ def pad(rows: list[list[tuple[float, ...]]], width: int | None = None, *, size: 
 
 
 def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
-    value = row.get(key) if isinstance(row, dict) else None
+    if not isinstance(row, dict):
+        raise InputError(f"{path}: {where}: expected an object with '{key}', got {row!r}")
+    value = row.get(key)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise InputError(f"{path}: {where}: '{key}' must be {what}, got {value!r}")
     return value
@@ -179,11 +181,12 @@ def read_nlq(ground_truth: Path, predictions: Path):
         if key not in queries or not 0 <= index < len(queries[key]):
             raise InputError(f"{where}: no annotated query {key[0]}/{key[1]} #{index}")
         at, query = queries[key][index]
-        gt = (
-            [query.get("clip_start_sec"), query.get("clip_end_sec")]
-            if isinstance(query, dict)
-            else None
-        )
+        if not isinstance(query, dict):
+            raise InputError(
+                f"{ground_truth}: {at}: expected an object with 'clip_start_sec' and "
+                f"'clip_end_sec', got {query!r}"
+            )
+        gt = [query.get("clip_start_sec"), query.get("clip_end_sec")]
         targets.append([window(f"{ground_truth}: {at}", gt)])
         times = _field(predictions, f"results[{i}]", entry, "predicted_times", list, "a list")
         predicted.append([window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)])
