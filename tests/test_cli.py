@@ -176,6 +176,22 @@ def test_per_class_mean_leaves_out_classes_without_ground_truth(tmp_path, capsys
     assert stir.split() == ["stir", "0", "1", "-", "0.00", "0.00"]
 
 
+def test_a_first_label_beginning_with_hash_is_a_frame_not_a_header(tmp_path, capsys):
+    """A class '#bg' on the first line was taken as the MS-TCN results header: both files
+    lost their first frame without a word (2 frames, not 3)."""
+    truth, predictions = write_dataset(
+        tmp_path, {"a": (np.array([0, 1, 1]), np.array([0, 1, 0]))}, ("#bg", "take")
+    )
+    (predictions / "a").write_text("#bg\ntake\n#bg\n")
+    for header in ("", "### Frame level recognition: ###\n"):
+        (truth / "a.txt").write_text(f"{header}#bg\ntake\ntake\n")
+        code, out, err = run(capsys, truth, predictions, "--format", "json")
+        assert code == 0, err
+        document = json.loads(out)
+        assert document["summary"]["frames"] == 3
+        assert json_row(out)[0]["Acc"] == pytest.approx(100 * 2 / 3)
+
+
 def test_table_markdown_and_csv_agree_with_json(tmp_path, capsys):
     videos = random_videos(10, 8, len(NAMES))
     truth, predictions = write_dataset(tmp_path, videos, NAMES)

@@ -103,6 +103,9 @@ def _one_detection(segment="[0, 1]", label='"class 0"', score="1"):
          "submission file needs a 'results' object"),
         (_one_detection(segment="[2, 1]"),
          "video 'v_1', detection 1: 'segment' must be [start, end] with start <= end"),
+        # a list for an object was reported as "'segment' ... got None"
+        (lambda gt, sub: sub.write_text('{"results": {"v_1": [[1, 5, "a", 0.9]]}}'),
+         "video 'v_1', detection 1: expected an object with 'segment', got [1, 5, 'a', 0.9]"),
         (_one_detection(label='"dance"'),
          "video 'v_1', detection 1: label 'dance' is not a class of the ground truth"),
         (_one_detection(score='"high"'), "'score' must be a number, got 'high'"),

@@ -79,6 +79,20 @@ def test_proposal_points_off_the_curve_are_errors(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("results", [{}, {"v1": [], "v2": []}])
+def test_proposal_files_without_a_proposal_give_recall_0(tmp_path, capsys, results):
+    """As the README says (eval_proposal.py divides by zero); an IndexError before."""
+    truth, proposals = _anet(tmp_path), tmp_path / "prop.json"
+    proposals.write_text(json.dumps({"results": results}))
+    code, out, err = run(capsys, "detection", "--proposals", truth, proposals, "--format", "json")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["proposals"][0] == {
+        "": "AR", "AR@1": 0.0, "AR@5": 0.0, "AR@10": 0.0, "AR@100": 0.0, "AUC": 0.0
+    }  # fmt: skip
+    assert document["summary"]["proposals"] == 0
+
+
 # ------------------------------------------------------------------------------------------
 # Repeated keys and ids
 # ------------------------------------------------------------------------------------------
@@ -236,6 +250,16 @@ def test_qvhighlights_saliency_scores_are_one_per_clip(tmp_path, capsys, count):
     assert json.loads(out)["summary"]["brief"]["HL-min-Fair-Hit1"] == pytest.approx(0.0)
 
 
+def test_qvhighlights_without_a_predicted_window_gives_0(tmp_path, capsys):
+    """Every pred_relevant_windows empty: an IndexError before."""
+    truth, submission = _qvhighlights(tmp_path, "10", [0.9, 0.1, 0, 0, 0])
+    entry = json.loads(submission.read_text())
+    submission.write_text(json.dumps({**entry, "pred_relevant_windows": []}) + "\n")
+    code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["brief"]["MR-full-mAP"] == 0.0
+
+
 # ------------------------------------------------------------------------------------------
 # --online: targets
 # ------------------------------------------------------------------------------------------
@@ -254,6 +278,47 @@ def test_online_non_finite_targets_are_errors(tmp_path, capsys, value):
     np.save(tmp_path / "scores.npy", scores)
     err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
     assert "scores.npy: scores hold NaN (first at frame 7, class 1)" in err
+
+
+@pytest.mark.parametrize(
+    ("coding", "message"),
+    [
+        (lambda onehot: np.where(onehot > 0, 1, -1), "targets hold -1 at frame 0, class 0"),
+        (lambda onehot: 0.9 * onehot + 0.025, "targets hold 0.025 at frame 0, class 0"),
+        (lambda onehot: 2 * onehot.astype(np.int8), "targets hold 2 at frame 0, class 2"),
+    ],
+    ids=["plus-minus-one", "soft", "two"],
+)
+def test_online_targets_other_than_0_or_1_are_errors(tmp_path, capsys, coding, message):
+    """`targets != 0` counted -1 and 0.025 as positives: mAP 100 for +-1 or soft targets."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "scores.npy", rng.random((20, 4)).astype(np.float32))
+    np.save(tmp_path / "targets.npy", coding(np.eye(4)[[2, *rng.integers(0, 4, 19)]]))
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert f"targets.npy: {message}; expected 0 or 1" in err
+    for targets in (np.eye(4, dtype=bool)[rng.integers(0, 4, 20)], np.eye(4)[[2] * 20]):
+        np.save(tmp_path / "targets.npy", targets)
+        argv = ("detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+        assert run(capsys, *argv)[0] == 0
+
+
+def test_online_files_that_are_not_npy_or_have_no_class_are_named(tmp_path, capsys):
+    """JSON files gave numpy's message on pickled data (inviting allow_pickle); scores [N, 0]
+    gave 'class index 0 is outside the 0 score columns', naming no file."""
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text('{"results": {}}')
+    err = fails(capsys, "detection", "--online", truth, submission)
+    assert f"{submission}: scores file is not a .npy file (it starts with b'{{\"result'" in err
+    np.save(tmp_path / "scores.npy", np.zeros((50, 3), np.float32))
+    err = fails(capsys, "detection", "--online", truth, tmp_path / "scores.npy")
+    assert f"{truth}: targets file is not a .npy file (it starts with b'{{\"databa'" in err
+    np.save(tmp_path / "scores.npy", np.zeros((50, 0), np.float32))
+    np.save(tmp_path / "targets.npy", np.zeros((50, 0), bool))
+    err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
+    assert (
+        "scores.npy: expected float scores [N, C] with N, C >= 1, got dtype float32 shape (50, 0)"
+        in err
+    )
 
 
 # ------------------------------------------------------------------------------------------

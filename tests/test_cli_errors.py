@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from _cli_data import write_dataset
 
+from jaxseg._host import io_files
 from jaxseg._host.cli import main
 
 NAMES = ("take", "open", "background")
@@ -54,6 +55,18 @@ def test_missing_folders_and_files(dataset, capsys):
         )
     assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
+
+
+def test_pipes_and_devices_are_not_called_missing(dataset, capsys):
+    """`--split <(...)` and `--mapping /dev/null` said 'split file not found'."""
+    root, truth, predictions = dataset
+    os.mkfifo(root / "split.fifo")
+    assert fails(capsys, truth, predictions, "--split", root / "split.fifo") == (
+        f"{root / 'split.fifo'}: is a pipe, not a regular file; the split file must be a file"
+    )
+    assert fails(capsys, truth, predictions, "--mapping", os.devnull) == (
+        f"{os.devnull}: is a device, not a regular file; the mapping file must be a file"
+    )
 
 
 def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
@@ -150,6 +163,16 @@ def test_unreadable_mapping(dataset, capsys):
                                                    root / "m.txt")  # fmt: skip
 
 
+def test_a_mapping_of_more_classes_than_the_limit_names_the_file(dataset, capsys, monkeypatch):
+    """A ValueError traceback from the Evaluator before (2**20 classes; patched to 2 here)."""
+    root, truth, predictions = dataset
+    monkeypatch.setattr(io_files, "LABEL_LIMIT", 2)
+    assert fails(capsys, truth, predictions) == (
+        f"{root / 'mapping.txt'}: 3 classes; at most 2 are supported (per-class count tables; "
+        "relabel the classes used to 0..C-1)"
+    )
+
+
 def test_label_array_out_of_range(dataset, capsys):
     root, truth, predictions = dataset
     (predictions / "b").unlink()
@@ -160,12 +183,47 @@ def test_label_array_out_of_range(dataset, capsys):
     )
 
 
+@pytest.mark.parametrize("columns", [2, 7])
+def test_score_arrays_need_a_column_per_class_of_the_mapping(dataset, capsys, columns):
+    """7 columns against 3 classes read as 'label 6 is not a class', or passed without a word
+    when the argmax stayed below 3."""
+    root, truth, predictions = dataset
+    (predictions / "b").unlink()
+    scores = np.zeros((3, columns), np.float32)
+    scores[:, 1] = 1.0  # argmax 1: a class of the mapping
+    np.save(predictions / "b.npy", scores)
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: scores [T, C] of shape (3, {columns}) have {columns} class "
+        f"columns, but {root / 'mapping.txt'} has 3 classes"
+    )
+
+
 def test_output_folder_missing(dataset, capsys):
     root, truth, predictions = dataset
     target = root / "no" / "out.json"
     assert fails(capsys, truth, predictions, "--output", target) == (
         f"{target}: output folder {root / 'no'} does not exist"
     )
+
+
+def test_empty_output_and_dangling_links_are_named(dataset, capsys):
+    """`--output ""` printed ': is a folder' (no name); a link to a missing folder printed
+    'output folder . does not exist', the link's own folder."""
+    root, truth, predictions = dataset
+    assert fails(capsys, truth, predictions, "--output", "") == (
+        "--output is empty; give a file name (or - for stdout)"
+    )
+    assert fails(capsys, truth, predictions, "--plot", "") == "--plot is empty; give a folder"
+    link = root / "dangling.json"
+    link.symlink_to(root / "missing" / "x.json")
+    assert fails(capsys, truth, predictions, "--output", link) == (
+        f"{link}: symbolic link to {root / 'missing' / 'x.json'}: its folder "
+        f"{root / 'missing'} does not exist"
+    )
+    (root / "missing").mkdir()
+    assert main(["evaluate", str(truth), str(predictions), "--output", str(link)]) == 0
+    capsys.readouterr()
+    assert link.is_symlink() and (root / "missing" / "x.json").read_text().startswith("2 videos")
 
 
 def test_bad_arguments_exit_2_with_usage(dataset, capsys):
@@ -322,12 +380,18 @@ def test_unreadable_npy_files_are_named(dataset, capsys):
     (predictions / "b").unlink()
     (predictions / "b.npy").write_bytes(b"")
     assert fails(capsys, truth, predictions) == (
-        f"{predictions / 'b.npy'}: not a readable .npy array (EOFError: No data left in file)"
+        f"{predictions / 'b.npy'}: empty label file (not a .npy file)"
     )
     np.savez(predictions / "b.npz", labels=np.array([2, 1, 1]))
     (predictions / "b.npz").rename(predictions / "b.npy")
     assert fails(capsys, truth, predictions) == (
         f"{predictions / 'b.npy'}: not a .npy array but an .npz archive of several arrays"
+    )
+    # numpy's message for other bytes spoke of pickled data and invited allow_pickle=True
+    (predictions / "b.npy").write_text("background\nopen\nopen\n")
+    assert fails(capsys, truth, predictions) == (
+        f"{predictions / 'b.npy'}: label file is not a .npy file (it starts with "
+        "b'backgrou', not the .npy magic b'\\x93NUMPY')"
     )
 
 

@@ -184,3 +184,58 @@ def test_bad_files_give_one_line_errors(tmp_path, capsys):
         ["detection", "--proposals", gt_json, prop, "--at", "30", "--max-proposals", "20"],
         "--at",
     )
+
+
+def test_qvhighlights_lines_without_predictions_are_named(tmp_path, capsys):
+    """'pred_relevant_windows is missing in some lines' named no line or qid; 'the submission
+    has neither ...' named no file."""
+    rows = [{"qid": q, "duration": 10, "relevant_windows": [[0, 4]]} for q in (1, 2, 3)]
+    gt, sub = _jsonl(tmp_path / "gt.jsonl", rows), tmp_path / "sub.jsonl"
+    windows = {"pred_relevant_windows": [[0, 4, 0.9]]}
+    _jsonl(sub, [{"qid": 1, **windows}, {"qid": 3}, {"qid": 2, **windows}])
+    _check_error(
+        capsys,
+        ["grounding", gt, sub],
+        f"{sub}:2: qid 3 has no pred_relevant_windows, which 2 of the 3 lines have",
+    )
+    scores = {"pred_saliency_scores": [1, 0, 0, 0, 0]}
+    _jsonl(sub, [{"qid": 1, **windows}, {"qid": 2, **windows, **scores}, {"qid": 3, **windows}])
+    _check_error(
+        capsys,
+        ["grounding", gt, sub],
+        f"{sub}:1: qid 1 has no pred_saliency_scores, which 1 of the 3 lines have",
+    )
+    _jsonl(sub, [{"qid": q} for q in (1, 2, 3)])
+    _check_error(
+        capsys,
+        ["grounding", gt, sub],
+        f"{sub}: no line has pred_relevant_windows or pred_saliency_scores",
+    )
+
+
+def test_nlq_entries_that_are_not_objects_are_named_as_such(tmp_path, capsys):
+    """A null result was reported as "'clip_uid' must be a string, got None"."""
+    query = {"clip_start_sec": 0, "clip_end_sec": 4}
+    annotation = {"annotation_uid": "a", "language_queries": [query]}
+    nlq, pred = tmp_path / "nlq.json", tmp_path / "pred.json"
+    nlq.write_text(
+        json.dumps({"videos": [{"clips": [{"clip_uid": "c", "annotations": [annotation]}]}]})
+    )
+    pred.write_text(json.dumps({"results": [None]}))
+    _check_error(
+        capsys,
+        ["grounding", nlq, pred],
+        f"{pred}: results[0]: expected an object with 'clip_uid', got None",
+    )
+    result = {"clip_uid": "c", "annotation_uid": "a", "query_idx": 0, "predicted_times": [[0, 4]]}
+    pred.write_text(json.dumps({"results": [result]}))
+    annotation["language_queries"] = ["x"]
+    nlq.write_text(
+        json.dumps({"videos": [{"clips": [{"clip_uid": "c", "annotations": [annotation]}]}]})
+    )
+    _check_error(
+        capsys,
+        ["grounding", nlq, pred],
+        f"{nlq}: videos[0].clips[0].annotations[0].language_queries[0]: expected an object with "
+        "'clip_start_sec' and 'clip_end_sec', got 'x'",
+    )

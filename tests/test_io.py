@@ -39,7 +39,9 @@ def test_mapping_reads_indices_in_any_order_and_skips_blank_lines(tmp_path):
         ("0 take\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
         # a form feed breaks no line (str.splitlines counted one: line 3)
         ("0 take\x0c\n1 take\n", ":2: name 'take' appears twice (first on line 1)"),
-        ("0 take\n2 open\n", "indices must be 0..1, but 1 is missing"),
+        ("0 take\n2 open\n", ":2: index 2 is out of range: 2 classes take indices 0..1 (1 is"),
+        # the line of the index, not only the gap it leaves
+        ("2 a\n0 b\n99999999999999999999 c\n", ":3: index 99999999999999999999 is out of range"),
         ("\n\n", "mapping file is empty"),
         ("0 take\n1 op\x00en\n", "mapping file is not a text file (NUL byte at offset 11)"),
     ],
@@ -79,6 +81,18 @@ def test_text_labels_accept_crlf_tabs_and_leading_blank_lines(tmp_path):
     # Line breaks of classic Mac files (\r alone): the header is one line, not the whole file.
     path.write_bytes(b"### Frame level recognition: ###\rtake open\rbackground\r")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
+
+
+def test_a_first_line_of_class_names_beginning_with_hash_is_no_header(tmp_path):
+    path, index = tmp_path / "v.txt", {"#bg": 0, "take": 1, "#": 2}
+    path.write_text("#bg\ntake\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1])
+    path.write_text("#bg take #\ntake\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1, 2, 1])
+    path.write_text("### Frame level recognition: ###\n#bg take\n")
+    np.testing.assert_array_equal(io.read_label_text(path, index), [0, 1])
+    path.write_text("# take\n#bg take\n")  # '#' is no class of this mapping: a header
+    np.testing.assert_array_equal(io.read_label_text(path, {"#bg": 0, "take": 1}), [0, 1])
 
 
 def test_unknown_label_names_line_and_frame(tmp_path):
@@ -153,7 +167,7 @@ def test_label_arrays(tmp_path):
         with pytest.raises(io.InputError, match=re.escape(message)):
             io.read_label_array(tmp_path / f"{name}.npy")
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
-    with pytest.raises(io.InputError, match=r"junk\.npy: not a readable \.npy array"):
+    with pytest.raises(io.InputError, match=r"junk\.npy: label file is not a \.npy file"):
         io.read_label_array(tmp_path / "junk.npy")
     with pytest.raises(io.InputError, match="text label files need a mapping file"):
         io.read_labels(tmp_path / "v.txt", None)

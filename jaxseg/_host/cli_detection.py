@@ -178,7 +178,9 @@ def _member(path: Path, document, key: str, what: str) -> dict:
 
 
 def _segment(path: Path, where: str, entry) -> tuple[float, float]:
-    segment = entry.get("segment") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        raise InputError(f"{path}: {where}: expected an object with 'segment', got {entry!r}")
+    segment = entry.get("segment")
     if (
         not isinstance(segment, (list, tuple))
         or len(segment) != 2
@@ -467,10 +469,10 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
     scores_path, targets_path = Path(args.predictions), Path(args.ground_truth)
     require_file(targets_path, "targets file")  # before the scores are read
     scores = read_npy(scores_path, "scores file")
-    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or scores.shape[0] == 0:
+    if scores.ndim != 2 or not np.issubdtype(scores.dtype, np.floating) or 0 in scores.shape:
         raise InputError(
-            f"{scores_path}: expected float scores [N, C], got dtype {scores.dtype} "
-            f"shape {scores.shape}"
+            f"{scores_path}: expected float scores [N, C] with N, C >= 1, got dtype "
+            f"{scores.dtype} shape {scores.shape}"
         )
     if np.isnan(scores).any():
         frame, column = np.argwhere(np.isnan(scores))[0]
@@ -488,13 +490,16 @@ def _online_arrays(args) -> tuple[np.ndarray, np.ndarray]:
             f"{targets_path}: targets have shape {targets.shape} but scores "
             f"{scores.shape} ({scores_path})"
         )
-    # Any non-zero target is a positive: a NaN or infinite one would count as one silently.
-    if np.issubdtype(targets.dtype, np.inexact) and not np.isfinite(targets).all():
-        frame, column = np.argwhere(~np.isfinite(targets))[0]
-        raise InputError(
-            f"{targets_path}: targets hold {targets[frame, column]} at frame {frame}, class "
-            f"{column}; expected 0 or 1"
-        )
+    # A target other than 0 or 1 (NaN, -1 of a +-1 coding, a soft 0.9) would count as a
+    # positive silently: mAP 100 for +-1 targets.
+    if targets.dtype != bool:
+        bad = ~np.isin(targets, (0, 1))
+        if bad.any():
+            frame, column = np.argwhere(bad)[0]
+            raise InputError(
+                f"{targets_path}: targets hold {targets[frame, column]} at frame {frame}, "
+                f"class {column}; expected 0 or 1"
+            )
     return targets != 0, scores.astype(np.float32)
 
 

@@ -130,7 +130,9 @@ def pad(rows: list[list[tuple[float, ...]]], width: int | None = None, *, size: 
 
 
 def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
-    value = row.get(key) if isinstance(row, dict) else None
+    if not isinstance(row, dict):
+        raise InputError(f"{path}: {where}: expected an object with '{key}', got {row!r}")
+    value = row.get(key)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise InputError(f"{path}: {where}: '{key}' must be {what}, got {value!r}")
     return value
@@ -180,11 +182,12 @@ def read_nlq(ground_truth: Path, predictions: Path):
         if key not in queries or not 0 <= index < len(queries[key]):
             raise InputError(f"{where}: no annotated query {key[0]}/{key[1]} #{index}")
         at, query = queries[key][index]
-        gt = (
-            [query.get("clip_start_sec"), query.get("clip_end_sec")]
-            if isinstance(query, dict)
-            else None
-        )
+        if not isinstance(query, dict):
+            raise InputError(
+                f"{ground_truth}: {at}: expected an object with 'clip_start_sec' and "
+                f"'clip_end_sec', got {query!r}"
+            )
+        gt = [query.get("clip_start_sec"), query.get("clip_end_sec")]
         targets.append([window(f"{ground_truth}: {at}", gt)])
         times = _field(predictions, f"results[{i}]", entry, "predicted_times", list, "a list")
         predicted.append([window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)])
@@ -245,6 +248,17 @@ def _saliency(path: Path, number: int, row: dict, num_clips: int) -> np.ndarray:
     return out
 
 
+def _check_in_every_line(submission: Path, sub: dict, key: str, count: int) -> None:
+    """Raises :class:`InputError` naming the first line (and qid) without ``key`` when some
+    of the submission's ``sub`` lines (qid -> (line, entry)) have it."""
+    if 0 < count < len(sub):
+        line, qid = min((m, qid) for qid, (m, entry) in sub.items() if key not in entry)
+        raise InputError(
+            f"{submission}:{line}: qid {qid!r} has no {key}, which {count} of the "
+            f"{len(sub)} lines have"
+        )
+
+
 def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
     """QVHighlights JSONL -> padded float64 tables (MR) and saliency tables (HL, or None)."""
     truth = _qids(ground_truth, load_jsonl(ground_truth, "ground-truth file"), "ground-truth")
@@ -279,14 +293,14 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
             scores.append(np.array(values, np.float64))
             labels.append(_saliency(ground_truth, n, row, num_clips))
     out = {"queries": len(qids), "mr": None, "hl": None}
+    if not pred and not scores:
+        raise InputError(f"{submission}: no line has pred_relevant_windows or pred_saliency_scores")
+    _check_in_every_line(submission, sub, "pred_relevant_windows", len(pred))
+    _check_in_every_line(submission, sub, "pred_saliency_scores", len(scores))
     if pred:
-        if len(pred) != len(qids):
-            raise InputError(f"{submission}: pred_relevant_windows is missing in some lines")
         table, mask = pad(pred, size=3)
         out["mr"] = (*pad(gt), table[..., :2], table[..., 2], mask)
     if scores:
-        if len(scores) != len(qids):
-            raise InputError(f"{submission}: pred_saliency_scores is missing in some lines")
         width = max(len(s) for s in scores)
         clip_mask = np.arange(width)[None] < np.array([len(s) for s in scores])[:, None]
         y = np.zeros((len(scores), width, 3), np.int32)
@@ -419,10 +433,6 @@ def _qvhighlights_report(data) -> reports.Report:
                 )
             )
             brief.update(more)
-    if not sections:
-        raise InputError(
-            "the submission has neither pred_relevant_windows nor pred_saliency_scores"
-        )
     summary = {"queries": data["queries"], "brief": {k: float(v) for k, v in sorted(brief.items())}}
     text = f"{data['queries']:,} queries (QVHighlights / Moment-DETR standalone_eval)"
     return reports.Report(text, summary, tuple(sections))

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import unicodedata
@@ -32,6 +33,7 @@ _TEMPORARY_STEM = 64
 # entries on the host and on the device), which this bound keeps at a few MB; a larger label
 # is a misread file or ids to relabel, not a class.
 LABEL_LIMIT = 1 << 20
+_NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -64,11 +66,24 @@ def text_lines(text: str) -> list[str]:
 
 
 def require_file(path: Path, what: str) -> None:
-    """Raises :class:`InputError` unless ``path`` is a file (a folder is named as one)."""
+    """Raises :class:`InputError` unless ``path`` is a regular file (a folder, a pipe or a
+    device is named as one: a pipe, such as ``<(...)``, reads once, and some files are read
+    twice, by ``compare``)."""
     if path.is_dir():
         raise InputError(f"{path}: is a folder; the {what} must be a file")
-    if not path.is_file():
-        raise InputError(f"{path}: {what} not found")
+    if path.is_file():
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise InputError(f"{path}: {what} not found") from None
+    kind = (
+        "a pipe" if stat.S_ISFIFO(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "not a file"
+    )  # fmt: skip
+    raise InputError(f"{path}: is {kind}, not a regular file; the {what} must be a file")
 
 
 def _read_bytes(path: Path, what: str) -> bytes:
@@ -185,9 +200,29 @@ def is_finite_number(value) -> bool:
         return False
 
 
+def _check_npy_magic(path: Path, what: str) -> None:
+    """Raises :class:`InputError` unless ``path`` begins as a ``.npy`` file (or an ``.npz``
+    archive, which :func:`read_npy` names): numpy's own message for other bytes talks of
+    pickled data and ``allow_pickle``."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(8)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    if head.startswith((_NPY_MAGIC, b"PK\x03\x04")):
+        return
+    if not head:
+        raise InputError(f"{path}: empty {what} (not a .npy file)")
+    raise InputError(
+        f"{path}: {what} is not a .npy file (it starts with {head!r}, not the .npy magic "
+        f"{_NPY_MAGIC!r})"
+    )
+
+
 def read_npy(path: Path, what: str) -> np.ndarray:
     """The array of a ``.npy`` file (no pickles are loaded), or an :class:`InputError`."""
     require_file(path, what)
+    _check_npy_magic(path, what)
     try:
         array = np.load(path, allow_pickle=False)
     except Exception as error:  # numpy's readers raise EOFError, BadZipFile, ... on bad bytes
@@ -236,14 +271,29 @@ def read_mapping(path: str | os.PathLike) -> tuple[str, ...]:
             )
         by_index[index] = name
         first_line[name] = number
-    if not by_index:
-        raise InputError(f"{path}: mapping file is empty")
-    missing = sorted(set(range(len(by_index))) - set(by_index))
-    if missing:
-        raise InputError(
-            f"{path}: indices must be 0..{len(by_index) - 1}, but {missing[0]} is missing"
-        )
+    _check_indices(path, by_index, first_line)
     return tuple(by_index[i] for i in range(len(by_index)))
+
+
+def _check_indices(path: Path, by_index: dict[int, str], first_line: dict[str, int]) -> None:
+    """Raises :class:`InputError` unless the mapping's indices are ``0..C-1``, C within
+    ``LABEL_LIMIT`` (naming the line of the first index out of range)."""
+    count = len(by_index)
+    if not count:
+        raise InputError(f"{path}: mapping file is empty")
+    if count > LABEL_LIMIT:
+        raise InputError(
+            f"{path}: {count:,} classes; at most {LABEL_LIMIT:,} are supported (per-class "
+            "count tables; relabel the classes used to 0..C-1)"
+        )
+    outside = [index for index in by_index if index >= count]
+    if outside:
+        line, index = min((first_line[by_index[i]], i) for i in outside)
+        missing = min(set(range(count)) - set(by_index))
+        raise InputError(
+            f"{path}:{line}: index {index} is out of range: {count} classes take indices "
+            f"0..{count - 1} ({missing} is missing)"
+        )
 
 
 def _locate_token(text: str, position: int) -> tuple[int, int]:
@@ -262,7 +312,8 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
 
     Two formats are recognised: one label per line (ground truth, most predictions), and the
     MS-TCN results format, a header line beginning with ``#`` followed by labels separated by
-    spaces. Labels may be separated by any whitespace in both.
+    spaces (a first line of class names only, such as a class ``#bg``, is labels, not a
+    header). Labels may be separated by any whitespace in both.
 
     Args:
       path: the label file.
@@ -290,16 +341,12 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
         data = data[len(_BOM) :]
     body = data.lstrip()
     first_line = len(text_lines(data[: len(data) - len(body)].decode("ascii")))
-    if body.startswith(b"#"):  # MS-TCN results format: a header line, then the labels
-        # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
-        ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
-        end = min(ends) + 1 if ends else len(body)
-        body = body[end + 1 :] if body[end - 1 : end + 1] == b"\r\n" else body[end:]
-        first_line += 1
+    lookup = {name.encode(): index for name, index in class_index.items()}
+    body, header_lines = _without_header(body, lookup)
+    first_line += header_lines
     tokens = body.split()
     if not tokens:
         raise InputError(f"{path}: empty file (no labels)")
-    lookup = {name.encode(): index for name, index in class_index.items()}
     try:
         return np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int32, count=len(tokens))
     except KeyError as error:
@@ -312,6 +359,23 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
             f"known labels: {_listing(list(class_index), limit=8)}"
             f"{normalization_hint(unknown.decode(), class_index)}"
         ) from None
+
+
+def _without_header(body: bytes, lookup: Mapping[bytes, int]) -> tuple[bytes, int]:
+    """``body`` without the header line of an MS-TCN results file (``### Frame level
+    recognition: ###``), and the number of lines removed (0 or 1).
+
+    The header is a first line that begins with ``#`` and is not made of class names only:
+    the label of a class named ``#bg`` on the first line is a frame, not a header.
+    """
+    if not body.startswith(b"#"):
+        return body, 0
+    # The header ends at its line break, whichever the file uses (\n, \r\n or \r).
+    ends = [i for i in (body.find(b"\n"), body.find(b"\r")) if i >= 0]
+    end = min(ends) + 1 if ends else len(body)
+    if all(token in lookup for token in body[:end].split()):
+        return body, 0
+    return (body[end + 1 :] if body[end - 1 : end + 1] == b"\r\n" else body[end:]), 1
 
 
 def normalization_hint(name: str, known: Iterable[str]) -> str:
@@ -327,11 +391,17 @@ def normalization_hint(name: str, known: Iterable[str]) -> str:
     return ""
 
 
-def read_label_array(path: str | os.PathLike) -> np.ndarray:
+def read_label_array(
+    path: str | os.PathLike, num_classes: int | None = None, mapping: Path | None = None
+) -> np.ndarray:
     """Reads a ``.npy`` file of per-frame class indices ``[T]`` or scores ``[T, C]`` (argmax).
 
     Args:
       path: the ``.npy`` file (no pickles are loaded).
+      num_classes: the number of classes, which scores ``[T, C]`` must have as C (else the
+        argmax of too many columns may pass for a class, or be reported as a label out of
+        range); None: not checked.
+      mapping: the file of the ``num_classes`` classes, named in that error.
 
     Returns:
       int32 array ``[T]`` of class indices (not yet checked against a number of classes).
@@ -345,6 +415,11 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
     if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
         if array.shape[1] == 0 or np.isnan(array).any():
             raise InputError(f"{path}: score array [T, C] must have C >= 1 and no NaN")
+        if num_classes is not None and array.shape[1] != num_classes:
+            raise InputError(
+                f"{path}: scores [T, C] of shape {array.shape} have {array.shape[1]} class "
+                f"columns, but {mapping or 'the mapping'} has {num_classes} classes"
+            )
         array = np.argmax(array, axis=1)
     if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.dtype == bool):
         raise InputError(
@@ -364,11 +439,14 @@ def read_label_array(path: str | os.PathLike) -> np.ndarray:
     return array.astype(np.int32)
 
 
-def read_labels(path: str | os.PathLike, class_index: Mapping[str, int] | None) -> np.ndarray:
-    """Reads one video's labels: a ``.npy`` array, or a text file of names (needs the mapping)."""
+def read_labels(
+    path: str | os.PathLike, class_index: Mapping[str, int] | None, mapping: Path | None = None
+) -> np.ndarray:
+    """Reads one video's labels: a ``.npy`` array (scores ``[T, C]`` with a column per class
+    of ``class_index``), or a text file of names (needs the mapping, named ``mapping``)."""
     path = Path(path)
     if path.suffix == ".npy":
-        return read_label_array(path)
+        return read_label_array(path, None if class_index is None else len(class_index), mapping)
     if class_index is None:
         raise InputError(f"{path}: text label files need a mapping file (--mapping)")
     return read_label_text(path, class_index)
@@ -549,8 +627,8 @@ def read_videos(
     class_index = None if class_names is None else {n: i for i, n in enumerate(class_names)}
     targets, outputs = [], []
     for count, (name, truth_file, prediction_file) in enumerate(videos, start=1):
-        target = read_labels(truth_file, class_index)
-        prediction = read_labels(prediction_file, class_index)
+        target = read_labels(truth_file, class_index, mapping)
+        prediction = read_labels(prediction_file, class_index, mapping)
         if class_names is not None:
             _check_in_range(truth_file, target, mapping, len(class_names))
             _check_in_range(prediction_file, prediction, mapping, len(class_names))

@@ -185,13 +185,21 @@ def check_output(path: str | None) -> None:
     or read-only folder. ``-`` is stdout."""
     if path is None or path == STDOUT:
         return
+    if not path:  # Path("") is the current folder
+        raise InputError("--output is empty; give a file name (or - for stdout)")
     if Path(path).is_dir():
         raise InputError(f"{path}: is a folder; --output needs a file name")
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise InputError(f"{path}: output folder {Path(path).parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise InputError(f"{path}: output folder {Path(path).parent} is not writable")
+    target = Path(path).resolve()
+    # A symbolic link is written through: the folder that counts is its target's.
+    folder = (
+        f"symbolic link to {target}: its folder {target.parent}"
+        if Path(path).is_symlink()
+        else f"output folder {Path(path).parent}"
+    )
+    if not target.parent.is_dir():
+        raise InputError(f"{path}: {folder} does not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise InputError(f"{path}: {folder} is not writable")
 
 
 def check_folder(path: str | None, option: str) -> None:
@@ -199,6 +207,8 @@ def check_folder(path: str | None, option: str) -> None:
     folder that cannot be written."""
     if path is None:
         return
+    if not path:  # Path("") is the current folder
+        raise InputError(f"{option} is empty; give a folder")
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{path}: is a file; {option} needs a folder")
