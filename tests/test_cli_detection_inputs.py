@@ -88,7 +88,7 @@ def test_proposal_files_without_a_proposal_give_recall_0(tmp_path, capsys, resul
     assert code == 0, err
     document = json.loads(out)
     assert document["proposals"][0] == {
-        "": "AR", "AR@1": 0.0, "AR@5": 0.0, "AR@10": 0.0, "AR@100": 0.0, "AUC": 0.0
+        "name": "AR", "AR@1": 0.0, "AR@5": 0.0, "AR@10": 0.0, "AR@100": 0.0, "AUC": 0.0
     }  # fmt: skip
     assert document["summary"]["proposals"] == 0
 

@@ -882,7 +882,15 @@ def _os_error(error: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments)."""
+    """Runs the ``jaxseg`` command; returns the exit status (0 ok, 2 bad input or arguments).
+
+    Args:
+      argv: the command's arguments (``["evaluate", "--demo"]``); None: ``sys.argv[1:]``.
+
+    Returns:
+      0 on success, 2 for bad input (one ``jaxseg: error:`` line on stderr, no traceback),
+      130 when interrupted. Arguments argparse refuses exit with its ``SystemExit(2)``.
+    """
     from jaxseg._host import cli_detection, cli_grounding
 
     args = build_parser().parse_args(argv)

@@ -442,8 +442,21 @@ def read_label_array(
 def read_labels(
     path: str | os.PathLike, class_index: Mapping[str, int] | None, mapping: Path | None = None
 ) -> np.ndarray:
-    """Reads one video's labels: a ``.npy`` array (scores ``[T, C]`` with a column per class
-    of ``class_index``), or a text file of names (needs the mapping, named ``mapping``)."""
+    """Reads one video's labels: a ``.npy`` array (labels ``[T]``, or scores ``[T, C]`` with
+    a column per class of ``class_index``), or a text file of class names.
+
+    Args:
+      path: the label file (``.npy``, or text as :func:`read_label_text` reads).
+      class_index: class name -> index (from :func:`read_mapping`); needed by text files,
+        None for ``.npy`` files without a mapping.
+      mapping: the mapping file, named in errors.
+
+    Returns:
+      int32 ``[T]`` class indices.
+
+    Raises:
+      InputError: an unreadable or malformed file, naming it (and the line of a bad label).
+    """
     path = Path(path)
     if path.suffix == ".npy":
         return read_label_array(path, None if class_index is None else len(class_index), mapping)
@@ -481,7 +494,17 @@ def _label_files(folder: Path, what: str) -> dict[str, Path]:
 
 
 def read_split(path: str | os.PathLike) -> tuple[str, ...]:
-    """Reads a split/bundle file listing one video per line (``.txt`` suffixes allowed)."""
+    """Reads a split/bundle file listing one video per line (``.txt`` suffixes allowed).
+
+    Args:
+      path: the split file; blank lines are skipped.
+
+    Returns:
+      The video names in file order, without suffixes.
+
+    Raises:
+      InputError: an unreadable file, a video listed twice (naming both lines), no video.
+    """
     path = Path(path)
     text = _decode_text(path, _read_bytes(path, "split file"), "split file")
     names: dict[str, int] = {}
