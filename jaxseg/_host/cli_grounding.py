@@ -9,8 +9,10 @@ threshold is decided as they decide it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +32,27 @@ NLQ_TOP_K = (1, 5)
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
 SALIENCY_MINIMA = {"Fair": 2, "Good": 3, "VeryGood": 4}
+
+
+class ProposalData(NamedTuple):
+    """Ground truth and proposals of each of V videos, unpadded: the subset's videos, then
+    videos only in the proposal file (as the reference, their proposals count in the total
+    that sets each video's budget)."""
+
+    annotated: int  # videos of the subset with a ground-truth window
+    targets: tuple[list[tuple[float, float]], ...]  # V lists of (start, end) seconds
+    proposals: tuple[list[tuple[float, float, float]], ...]  # V lists of (start, end, score)
+
+
+class ProposalGroup(NamedTuple):
+    """Videos scored together, padded to the group's sizes (W videos, G / P slots)."""
+
+    videos: np.ndarray  # int64 [n <= W]: indices into ProposalData's rows, increasing
+    targets: np.ndarray  # float64 [W, G, 2] seconds
+    target_mask: np.ndarray  # bool [W, G]
+    proposals: np.ndarray  # float64 [W, P, 2]
+    scores: np.ndarray  # float64 [W, P]
+    proposal_mask: np.ndarray  # bool [W, P]
 
 
 def add_parser(commands, add_output_arguments) -> None:
@@ -457,13 +480,9 @@ def run(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------------------
 # ActivityNet proposals (jaxseg detection --proposals)
 # ------------------------------------------------------------------------------------------
-def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str):
-    """Ground-truth windows of ``subset`` and the proposals of every video of the file.
-
-    Rows: the subset's videos, then videos only in the proposal file (as the reference, their
-    proposals count in the total that sets each video's budget). Returns (videos with targets,
-    targets, target mask, proposals, scores, proposal mask, number of proposals).
-    """
+def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str) -> ProposalData:
+    """Ground-truth windows of ``subset`` and the proposals of every video of the file, as
+    :class:`ProposalData`."""
     from jaxseg._host.cli_detection import _member, _segment
 
     database = _member(
@@ -499,9 +518,85 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
             rows.append((start, end, float(score)))
         found[video] = rows
     videos = list(truth) + [v for v in found if v not in truth]
-    gt, gm = pad([truth.get(v, []) for v in videos])
-    table, pm = pad([found.get(v, []) for v in videos], size=3)
-    return sum(bool(rows) for rows in truth.values()), gt, gm, table[..., :2], table[..., 2], pm
+    return ProposalData(
+        sum(bool(rows) for rows in truth.values()),
+        tuple(truth.get(v, []) for v in videos),
+        tuple(found.get(v, []) for v in videos),
+    )
+
+
+def proposal_groups(data: ProposalData) -> list[ProposalGroup]:
+    """The videos with targets and proposals, grouped as
+    :func:`~jaxseg._host.cli_detection.video_groups` groups them: by their numbers of
+    proposals and of targets, each rounded up to a power of two, as is the number of videos
+    of a group, so that the tables stay within four times the data (one table padded to the
+    largest video grew with videos x largest video). The other videos recall nothing; their
+    targets and proposals count in the totals of :func:`proposal_curve`.
+    """
+    from jaxseg._host.cli_detection import _power_of_two
+
+    members: dict[tuple[int, int], list[int]] = {}
+    for v, (truth, rows) in enumerate(zip(data.targets, data.proposals, strict=True)):
+        if truth and rows:
+            members.setdefault((_power_of_two(len(rows)), _power_of_two(len(truth))), []).append(v)
+    groups = []
+    for (width, gt_width), videos in sorted(members.items()):
+        blank = [[]] * (_power_of_two(len(videos)) - len(videos))  # rows without a target
+        gt, gm = pad([data.targets[v] for v in videos] + blank, gt_width)
+        table, pm = pad([data.proposals[v] for v in videos] + blank, width, size=3)
+        video = np.array(videos, np.int64)
+        groups.append(ProposalGroup(video, gt, gm, table[..., :2], table[..., 2], pm))
+    return groups
+
+
+@functools.cache
+def _proposal_programs():
+    """The jitted budgets of all videos, first-step histogram of a group, and curve."""
+    import jax
+
+    from jaxseg._src.proposals import curve_from_histogram, first_step_histogram, video_budgets
+
+    return (
+        jax.jit(video_budgets, static_argnames=("capacity", "max_average")),
+        jax.jit(first_step_histogram, static_argnames=("thresholds",)),
+        jax.jit(curve_from_histogram, static_argnames=("at_index", "dtype")),
+    )
+
+
+def proposal_curve(data: ProposalData, max_average: int, at: tuple[int, ...]):
+    """AR-AN of ``data`` as :func:`jaxseg.metrics.proposal_average_recall` gives it for one
+    padded table of all videos (float64 windows and scores), bit for bit: the budgets come
+    from every video's number of proposals, then the integer histograms of first recall
+    steps of the groups of :func:`proposal_groups` are summed and the curve built once.
+
+    Returns:
+      :class:`~jaxseg._src.proposals.ProposalCurve` of numpy arrays (``recall [T, 100]``,
+      ``average_recall [100]``, ``proposals_per_video [100]``, ``auc []``, ``at [len(at)]``).
+    """
+    import jax
+
+    from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+    from jaxseg._src.proposals import STEPS, _static_at
+
+    budgets, histogram, curve = _proposal_programs()
+    thresholds = static_iou_thresholds(ACTIVITYNET_THRESHOLDS)
+    count = np.array([len(rows) for rows in data.proposals], np.int32)
+    has_targets = np.array([bool(truth) for truth in data.targets])
+    found = np.zeros((len(thresholds), STEPS + 1), np.int32)
+    with jax.enable_x64(True):
+        budget, num_videos, total, pcn = budgets(
+            count, has_targets, capacity=int(count.max(initial=0)), max_average=max_average
+        )
+        budget = np.asarray(budget)
+        for group in proposal_groups(data):
+            rows = np.zeros((len(group.target_mask), STEPS), np.int32)  # padding: no target
+            rows[: len(group.videos)] = budget[group.videos]
+            found += np.asarray(histogram(*group[1:], rows, thresholds=thresholds))
+        targets = np.int32(sum(len(truth) for truth in data.targets))
+        at_index, dtype = _static_at(at, max_average), np.dtype(np.float64)
+        return jax.device_get(
+            curve(found, targets, num_videos, total, pcn, at_index=at_index, dtype=dtype)
+        )
 
 
 def _on_curve(average: int, max_average: int) -> bool:
@@ -541,34 +636,20 @@ def _at(args) -> tuple[int, ...]:
 
 def proposal_report(args) -> reports.Report:
     """``jaxseg detection --proposals``: AR@AN and AUC (float64, as eval_proposal.py)."""
-    import jax
-
-    from jaxseg.metrics import proposal_average_recall
-
     max_average, at = args.max_proposals, _at(args)  # before the files are read
-    videos, gt, gm, props, scores, pm = read_activitynet_proposals(
-        Path(args.ground_truth), Path(args.predictions), args.subset
-    )
-    with jax.enable_x64(True):
-        curve = jax.jit(proposal_average_recall, static_argnames=("max_average_proposals", "at"))(
-            gt,
-            props,
-            scores,
-            target_mask=gm,
-            proposal_mask=pm,
-            max_average_proposals=max_average,
-            at=at,
-        )
-        curve = jax.device_get(curve)
+    data = read_activitynet_proposals(Path(args.ground_truth), Path(args.predictions), args.subset)
+    curve = proposal_curve(data, max_average, at)
+    instances = sum(len(truth) for truth in data.targets)
+    proposals = sum(len(rows) for rows in data.proposals)
     columns = ("name", *(f"AR@{a}" for a in at), "AUC")
     values = (*(100 * float(x) for x in curve.at), 100 * float(curve.auc))
     section = reports.Section(
         "proposals", "Average recall (%) vs proposals per video", columns, (("AR", *values),)
     )
     summary = {
-        "videos": videos,
-        "ground_truth_instances": int(gm.sum()),
-        "proposals": int(pm.sum()),
+        "videos": data.annotated,
+        "ground_truth_instances": instances,
+        "proposals": proposals,
         "max_average_proposals": max_average,
         "subset": args.subset,
         **dict(zip(columns[1:], values, strict=True)),
@@ -576,7 +657,7 @@ def proposal_report(args) -> reports.Report:
         "proposals_per_video": [float(x) for x in curve.proposals_per_video],
     }
     text = (
-        f"{videos:,} videos ({args.subset}), {int(gm.sum()):,} ground-truth instances, "
-        f"{int(pm.sum()):,} proposals; tIoU 0.5:0.05:0.95, at most {max_average} per video"
+        f"{data.annotated:,} videos ({args.subset}), {instances:,} ground-truth instances, "
+        f"{proposals:,} proposals; tIoU 0.5:0.05:0.95, at most {max_average} per video"
     )
     return reports.Report(text, summary, (section,))

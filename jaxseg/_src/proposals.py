@@ -167,23 +167,76 @@ def proposal_average_recall(
 
 def _dataset_curve(gt, gm, props, scores, pm, *, thresholds, max_average, at_index):
     """:class:`ProposalCurve` of one dataset ``[V, ...]``."""
-    capacity = props.shape[-2]
-    first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
-    has_targets = jnp.any(gm, axis=-1)
     count = jnp.sum(pm, axis=-1, dtype=jnp.int32)
+    budget, num_videos, total, pcn = video_budgets(
+        count, jnp.any(gm, axis=-1), capacity=props.shape[-2], max_average=max_average
+    )
+    histogram = first_step_histogram(gt, gm, props, scores, pm, budget, thresholds=thresholds)
+    num_targets = jnp.sum(gm, dtype=jnp.int32)
+    return curve_from_histogram(
+        histogram, num_targets, num_videos, total, pcn, at_index=at_index, dtype=gt.dtype
+    )
+
+
+def video_budgets(count, has_targets, *, capacity, max_average):
+    """Proposals each video uses at each step, set by the numbers of proposals of all videos.
+
+    Args:
+      count: int32 ``[V]`` proposals of each video, those without targets included (they
+        count in the total N).
+      has_targets: bool ``[V]``: the video has a valid target (one of the curve's videos).
+      capacity: static int, at least ``max(count)``.
+      max_average: static int M.
+
+    Returns:
+      ``budget`` int32 ``[V, J]`` (nondecreasing in j; 0 without targets), the number of
+      videos with targets, the total kept over them and ``pcn`` (binary64 ``[J]``).
+    """
     counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
     num_videos = jnp.sum(has_targets, dtype=jnp.int32)
     kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
-    budget = steps[jnp.where(has_targets, kept[count], 0)]  # [V, J], nondecreasing in j
+    return steps[jnp.where(has_targets, kept[count], 0)], num_videos, total, pcn
+
+
+def first_step_histogram(gt, gm, props, scores, pm, budget, *, thresholds):
+    """Targets of some videos by the first step that recalls them, at each threshold.
+
+    Sums over any split of the videos give the histogram of the whole dataset: a video's
+    first hits depend only on its own proposals, and a rank beyond its count (``P + 1``
+    for none, whatever the padded width P) is past every one of its budgets.
+
+    Args:
+      gt, gm: float ``[V, G, 2]`` targets and bool ``[V, G]`` their mask.
+      props, scores, pm: float ``[V, P, 2]`` proposals, ``[V, P]`` scores and bool mask.
+      budget: int32 ``[V, J]`` rows of :func:`video_budgets` for these videos.
+      thresholds: static tuple of T tIoU thresholds.
+
+    Returns:
+      int32 ``[T, J + 1]``: targets first recalled at step j (column J: never).
+    """
+    first = jax.vmap(first_hits, (0, 0, 0, 0, 0, None))(gt, gm, props, scores, pm, thresholds)
     first_step = jax.vmap(jnp.searchsorted)(budget, first.reshape(first.shape[0], -1))
     first_step = first_step.astype(jnp.int32).reshape(first.shape)  # [V, G, T]: j < it miss
     weight = jnp.broadcast_to(gm[..., None], first.shape).astype(jnp.int32)
     lane = jnp.arange(len(thresholds), dtype=jnp.int32)[None, None, :]
     index = lane * (STEPS + 1) + first_step
     histogram = jnp.zeros(len(thresholds) * (STEPS + 1), jnp.int32).at[index].add(weight)
-    recalled = jnp.cumsum(histogram.reshape(len(thresholds), STEPS + 1), axis=-1)[:, :STEPS]
-    num_targets = jnp.sum(gm, dtype=jnp.int32)
-    return curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, gt.dtype)
+    return histogram.reshape(len(thresholds), STEPS + 1)
+
+
+def curve_from_histogram(histogram, num_targets, num_videos, total, pcn, *, at_index, dtype):
+    """:class:`ProposalCurve` from a :func:`first_step_histogram` of all videos.
+
+    Args:
+      histogram: int32 ``[T, J + 1]``; num_targets, num_videos, total: int scalars; pcn:
+        binary64 ``[J]`` (:func:`video_budgets`); at_index: static tuple of step indices;
+        dtype: static float dtype of the curve.
+
+    Returns:
+      :class:`ProposalCurve` (``recall [T, J]``, ``average_recall [J]``, ...).
+    """
+    recalled = jnp.cumsum(histogram, axis=-1)[:, :STEPS]
+    return curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, dtype)
 
 
 def _dataset_inputs(targets, proposals, scores, target_mask, proposal_mask):
