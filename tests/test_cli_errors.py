@@ -359,8 +359,18 @@ def test_out_of_memory_is_one_line(dataset, capsys, monkeypatch, kind):
         )
 
     monkeypatch.setattr("jaxseg._host.cli._evaluator", exhausted)
-    assert fails(capsys, truth, predictions, "--output", output).startswith("out of memory; ")
+    assert fails(capsys, truth, predictions, "--output", output) == (
+        "out of memory; evaluate fewer videos at once (--split), or on a machine with more memory"
+    )
     assert not output.exists()
+    # a bootstrap keeps every replicate: --samples 10**9 ran out of memory on two videos
+    monkeypatch.setattr("jaxseg._host.cli._confidence_intervals", exhausted)
+    monkeypatch.setattr("jaxseg._host.cli._evaluator", lambda *args, **kwargs: None)
+    argv = (truth, predictions, "--confidence", "0.9", "--samples", "1000000000")
+    assert fails(capsys, *argv) == (
+        "out of memory; evaluate fewer videos at once (--split) or fewer bootstrap replicates "
+        "(--samples, now 1,000,000,000), or on a machine with more memory"
+    )
 
 
 def test_ground_truth_path_that_is_a_file(dataset, capsys):

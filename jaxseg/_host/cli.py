@@ -860,9 +860,17 @@ def run() -> None:
     os._exit(status)
 
 
-_OUT_OF_MEMORY = (
-    "out of memory; evaluate fewer videos at once (--split) or on a machine with more memory"
-)
+def _out_of_memory(args: argparse.Namespace) -> str:
+    """The out-of-memory error; where a bootstrap ran, it names ``--samples`` too (each
+    replicate is kept: a billion of them exhaust the memory whatever the number of videos)."""
+    resampled = args.command == "compare" or (
+        args.command == "evaluate" and getattr(args, "confidence", None) is not None
+    )
+    fewer = "fewer videos at once (--split)"
+    if resampled:
+        samples = _SAMPLES if args.samples is None else args.samples
+        fewer += f" or fewer bootstrap replicates (--samples, now {samples:,})"
+    return f"out of memory; evaluate {fewer}, or on a machine with more memory"
 
 
 def _out_of_device_memory(error: Exception) -> bool:
@@ -919,12 +927,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jaxseg: error: {_os_error(error)}", file=sys.stderr)
         return USER_ERROR
     except MemoryError:
-        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        print(f"jaxseg: error: {_out_of_memory(args)}", file=sys.stderr)
         return USER_ERROR
     except Exception as error:  # XLA's allocation failures (RESOURCE_EXHAUSTED)
         if not _out_of_device_memory(error):
             raise
-        print(f"jaxseg: error: {_OUT_OF_MEMORY}", file=sys.stderr)
+        print(f"jaxseg: error: {_out_of_memory(args)}", file=sys.stderr)
         return USER_ERROR
     except KeyboardInterrupt:
         print("jaxseg: interrupted", file=sys.stderr)
