@@ -86,6 +86,20 @@ def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
         f"{predictions}: no prediction for 1 video(s) of the split: a"
     )
+    # a namesake that is no label file is pointed out: the error alone read as a lost file
+    (predictions / "a.TXT").write_text("take\n")
+    (predictions / "a").mkdir()
+    namesakes = (
+        f"; {predictions} holds a, a.TXT, not read: a label file is a file named as its video, "
+        "with no suffix, .txt or .npy"
+    )
+    assert fails(capsys, truth, predictions) == (
+        f"{truth}: 1 ground-truth file(s) without prediction in {predictions}: a "
+        "(use --split to evaluate a subset)" + namesakes
+    )
+    assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
+        f"{predictions}: no prediction for 1 video(s) of the split: a" + namesakes
+    )
 
 
 def test_length_mismatch_names_both_lengths(dataset, capsys):

@@ -549,12 +549,12 @@ def pair_files(
         if no_truth:
             raise InputError(
                 f"{ground_truth}: no ground truth for {len(no_truth)} video(s) of the split: "
-                f"{_listing(no_truth)}"
+                f"{_listing(no_truth)}{_unread_namesakes(ground_truth, no_truth)}"
             )
         if no_prediction:
             raise InputError(
                 f"{predictions}: no prediction for {len(no_prediction)} video(s) of the split: "
-                f"{_listing(no_prediction)}"
+                f"{_listing(no_prediction)}{_unread_namesakes(predictions, no_prediction)}"
             )
         names = list(split)
     else:
@@ -564,12 +564,13 @@ def pair_files(
         if no_truth:
             raise InputError(
                 f"{predictions}: {len(no_truth)} prediction(s) without ground truth in "
-                f"{ground_truth}: {_listing(no_truth)}"
+                f"{ground_truth}: {_listing(no_truth)}{_unread_namesakes(ground_truth, no_truth)}"
             )
         if no_prediction:
             raise InputError(
                 f"{ground_truth}: {len(no_prediction)} ground-truth file(s) without prediction "
                 f"in {predictions}: {_listing(no_prediction)} (use --split to evaluate a subset)"
+                f"{_unread_namesakes(predictions, no_prediction)}"
             )
         names = sorted(truth)
     return [(name, truth[name], predicted[name]) for name in names]
@@ -586,6 +587,23 @@ def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
         for files, left in zip((truth, predicted), kept)
         for name, path in files.items()
         if name not in left
+    )
+
+
+def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
+    """A note naming the entries of ``folder`` named as the videos ``names`` that were not
+    read as their label files (``a.TXT``, a folder ``a``), or nothing."""
+    wanted = set(names)
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return ""
+    unread = [p.name for p in entries if p.name in wanted or p.stem in wanted]
+    if not unread:
+        return ""
+    return (
+        f"; {folder} holds {_listing(unread)}, not read: a label file is a file named as its "
+        "video, with no suffix, .txt or .npy"
     )
 
 
