@@ -1,4 +1,5 @@
-"""Builds action-segmentation datasets as files (MS-TCN layout) for the CLI and io tests."""
+"""Builds action-segmentation datasets as files (MS-TCN layout) for the CLI and io tests, and
+the windows of skewed ActivityNet-style files."""
 
 from __future__ import annotations
 
@@ -87,3 +88,14 @@ def random_videos(seed: int, count: int, num_classes: int, max_length: int = 200
         prediction[flips] = rng.integers(0, num_classes, size=int(flips.sum()))
         videos[f"video_{v:02d}"] = (target, prediction)
     return videos
+
+
+def window_near(rng, annotations) -> list[float]:
+    """``[start, end]`` seconds: most often an annotation's segment with jittered ends (a
+    likely match), else a random window in [0, 120]."""
+    if annotations and rng.random() < 0.6:
+        near = annotations[int(rng.integers(0, len(annotations)))]
+        start, end = (x + float(rng.normal(0, 2)) for x in near["segment"])
+        return [min(start, end), max(start, end)]
+    start = float(rng.uniform(0, 100))
+    return [start, start + float(rng.uniform(0, 20))]

@@ -9,6 +9,7 @@ import json
 import jax
 import numpy as np
 import pytest
+from _cli_data import window_near
 
 from jaxseg._host import cli_detection
 from jaxseg._host.cli import main
@@ -39,16 +40,10 @@ def skewed_dataset(seed):
         count = int(rng.integers(0, 4)) if v % 13 else int(rng.choice([150, 300, 700]))
         detections = []
         for _ in range(count):
-            if annotations and rng.random() < 0.6:  # near a ground-truth segment
-                near = annotations[int(rng.integers(0, len(annotations)))]
-                start, end = (x + float(rng.normal(0, 2)) for x in near["segment"])
-                start, end = min(start, end), max(start, end)
-            else:
-                start = float(rng.uniform(0, 100))
-                end = start + float(rng.uniform(0, 20))
+            segment = window_near(rng, annotations)
             label = classes[int(rng.integers(0, 5))]
             score = float(np.round(rng.random(), 1))
-            detections.append({"segment": [start, end], "label": label, "score": score})
+            detections.append({"segment": segment, "label": label, "score": score})
         results[f"v{v}"] = detections
     for v in range(3):  # outside the ground truth: false positives only
         results[f"extra{v}"] = [

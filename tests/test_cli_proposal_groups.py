@@ -9,6 +9,7 @@ import json
 import jax
 import numpy as np
 import pytest
+from _cli_data import window_near
 
 from jaxseg._host import cli_grounding
 from jaxseg._host.cli import main
@@ -35,15 +36,8 @@ def skewed_dataset(seed):
         count = int(rng.integers(0, 6)) if v % 13 else int(rng.choice([150, 300, 700]))
         proposals = []
         for _ in range(count):
-            if annotations and rng.random() < 0.6:  # near a target
-                near = annotations[int(rng.integers(0, len(annotations)))]
-                start, end = (x + float(rng.normal(0, 2)) for x in near["segment"])
-                start, end = min(start, end), max(start, end)
-            else:
-                start = float(rng.uniform(0, 100))
-                end = start + float(rng.uniform(0, 20))
-            score = float(np.round(rng.random(), 1))
-            proposals.append({"segment": [start, end], "score": score})
+            segment = window_near(rng, annotations)
+            proposals.append({"segment": segment, "score": float(np.round(rng.random(), 1))})
         results[f"v{v}"] = proposals
     for v in range(3):  # outside the ground truth
         results[f"extra{v}"] = [{"segment": [0.0, 5.0], "score": 0.5}] * (2 + 60 * v)
