@@ -3,6 +3,7 @@ THUMOS-14 settings, degenerate cases and the streaming accumulator."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import _reference_grounding as ref
@@ -86,6 +87,32 @@ def test_budgets_reproduce_the_float64_floor_of_100_times_0_29():
     # 100 * 0.29 = 28.999999999999996 in float64: step 29 still uses 28 proposals
     assert float(curve.average_recall[28]) == 0.0
     assert float(curve.average_recall[29]) == 1.0
+
+
+def test_video_budgets_are_the_budget_table_rows_without_the_table():
+    """One video of 20,000 proposals made a step table over every count up to 20,000 (about
+    2 GB of binary64 products in ``jaxseg detection --proposals``): the steps are taken for
+    the videos' distinct numbers kept, and equal the table's rows."""
+    from jaxseg._src.proposals import budgets, video_budgets
+
+    capacity = 20_000
+    count = jnp.array([1, 1, capacity, 3, 7, 7], jnp.int32)
+    has_targets = jnp.array([True, True, True, False, True, True])
+    rows = functools.partial(video_budgets, capacity=capacity, max_average=100)
+    table = functools.partial(budgets, capacity=capacity, max_average=100)
+
+    def largest(fn, *args):  # the most entries of one array of fn's program
+        jaxpr = jax.make_jaxpr(fn)(*args)
+        return max(int(np.prod(v.aval.shape)) for eqn in jaxpr.eqns for v in eqn.outvars)
+
+    budget, num_videos, total, _ = jax.jit(rows)(count, has_targets)
+    counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
+    arguments = (num_videos, jnp.sum(count), counts)
+    assert 50 * largest(rows, count, has_targets) < largest(table, *arguments)
+    kept, want_total, steps, _ = jax.jit(table)(*arguments)
+    used = jnp.where(has_targets, kept[count], 0)
+    np.testing.assert_array_equal(budget, steps[used])
+    assert int(total) == int(want_total) and int(num_videos) == 5
 
 
 def test_binary64_matches_numpy():

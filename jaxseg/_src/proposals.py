@@ -52,20 +52,34 @@ def first_hits(gt, gm, proposals, scores, pm, thresholds):
 def budgets(num_videos, all_proposals, counts_with_targets, capacity, max_average):
     """The reference's per-video budgets as tables over the number n of proposals of a video.
 
-    Returns ``kept [capacity + 1]`` (``min(int(n * ratio), n)``), the total kept over videos
-    with targets, and ``steps [capacity + 1, J]`` (``min(int(kept * pcn_j), kept)`` for a
-    video keeping ``kept`` proposals) and ``pcn`` (a binary64 ``[J]``), all float64-exact.
+    Returns ``kept [capacity + 1]``, the total kept over videos with targets, ``steps
+    [capacity + 1, J]`` (:func:`step_budgets` of every number kept) and ``pcn``.
     """
+    kept, total, pcn = kept_proposals(
+        num_videos, all_proposals, counts_with_targets, capacity, max_average
+    )
+    return kept, total, step_budgets(jnp.arange(capacity + 1, dtype=jnp.int32), pcn), pcn
+
+
+def kept_proposals(num_videos, all_proposals, counts_with_targets, capacity, max_average):
+    """``kept [capacity + 1]`` (``min(int(n * ratio), n)`` of a video with n proposals), the
+    total kept over the videos with targets and ``pcn`` (a binary64 ``[J]``), float64-exact."""
     n = jnp.arange(capacity + 1, dtype=jnp.int32)
     scaled = jnp.asarray(max_average, jnp.int32) * num_videos
     ratio = binary64.quotient(scaled, jnp.maximum(all_proposals, 1))
     kept = jnp.minimum(binary64.floor(binary64.product(binary64.from_int(n), ratio)), n)
     total = jnp.sum(counts_with_targets * kept, dtype=jnp.int32)
     pcn = binary64.product(_STEP_FRACTIONS, binary64.quotient(scaled, jnp.maximum(total, 1)))
-    n_double = binary64.from_int(n)
-    wide = binary64.Double(n_double.limbs[:, None, :], n_double.exponent[:, None])
+    return kept, total, pcn
+
+
+def step_budgets(kept, pcn):
+    """``min(int(kept * pcn_j), kept)``, float64-exact: the proposals used at each step j by
+    videos keeping ``kept`` (int32 ``[N]``) proposals, int32 ``[N, J]``."""
+    double = binary64.from_int(kept)
+    wide = binary64.Double(double.limbs[:, None, :], double.exponent[:, None])
     steps = binary64.floor(binary64.product(wide, jax.tree.map(lambda x: x[None], pcn)))
-    return kept, total, jnp.minimum(steps, n[:, None]), pcn
+    return jnp.minimum(steps, kept[:, None])
 
 
 def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index, dtype):
@@ -194,8 +208,13 @@ def video_budgets(count, has_targets, *, capacity, max_average):
     """
     counts = jnp.zeros(capacity + 1, jnp.int32).at[count].add(has_targets.astype(jnp.int32))
     num_videos = jnp.sum(has_targets, dtype=jnp.int32)
-    kept, total, steps, pcn = budgets(num_videos, jnp.sum(count), counts, capacity, max_average)
-    return steps[jnp.where(has_targets, kept[count], 0)], num_videos, total, pcn
+    kept, total, pcn = kept_proposals(num_videos, jnp.sum(count), counts, capacity, max_average)
+    used = jnp.where(has_targets, kept[count], 0)
+    # The steps of each distinct number kept, not of every number up to the capacity: a video
+    # of 20,000 proposals made that table [20001, J] of binary64 products (about 2 GB).
+    rows = min(used.shape[0], capacity + 1)
+    values, inverse = jnp.unique(used, size=rows, fill_value=0, return_inverse=True)
+    return step_budgets(values, pcn)[inverse.reshape(-1)], num_videos, total, pcn
 
 
 def first_step_histogram(gt, gm, props, scores, pm, budget, *, thresholds):
