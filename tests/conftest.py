@@ -128,3 +128,10 @@ def load_golden(stem: str):
 def golden_segmentation():
     """``(json, npz)`` of golden/segmentation.{json,npz}."""
     return load_golden("segmentation")
+
+
+def pytest_collection_modifyitems(items):
+    """The subprocess checks (``multidevice``, a minute or two each) first: pytest-xdist
+    hands the first tests to its workers in turn, so they start on both workers at once
+    instead of ending the run on one while the other waits. The rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("multidevice") is None)
