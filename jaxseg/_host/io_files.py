@@ -409,6 +409,13 @@ def read_label_array(
     Raises:
       InputError: unreadable file, wrong rank or dtype, empty array, a label outside
         ``[0, LABEL_LIMIT)``, NaN scores.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = pathlib.Path(folder) / "scores.npy"
+    ...     np.save(path, np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]], np.float32))
+    ...     print(read_label_array(path, num_classes=2).tolist())
+    [1, 0, 1]
     """
     path = Path(path)
     array = read_npy(path, "label file")
@@ -456,6 +463,13 @@ def read_labels(
 
     Raises:
       InputError: an unreadable or malformed file, naming it (and the line of a bad label).
+
+    >>> from jaxseg._host.demo import DEMO_DIRECTORY
+    >>> names = read_mapping(DEMO_DIRECTORY / "mapping.txt")
+    >>> index = {name: i for i, name in enumerate(names)}
+    >>> labels = read_labels(DEMO_DIRECTORY / "groundTruth" / "S1_Tea_C1.txt", index)
+    >>> labels.shape, labels.dtype
+    ((480,), dtype('int32'))
     """
     path = Path(path)
     if path.suffix == ".npy":
@@ -504,6 +518,13 @@ def read_split(path: str | os.PathLike) -> tuple[str, ...]:
 
     Raises:
       InputError: an unreadable file, a video listed twice (naming both lines), no video.
+
+    >>> import pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     split = pathlib.Path(folder) / "test.split1.bundle"
+    ...     _ = split.write_text("S1_Tea_C1.txt\\n\\nS1_Coffee_C1\\n")
+    ...     print(read_split(split))
+    ('S1_Tea_C1', 'S1_Coffee_C1')
     """
     path = Path(path)
     text = _decode_text(path, _read_bytes(path, "split file"), "split file")
