@@ -13,6 +13,7 @@ from _cli_data import window_near
 
 from jaxseg._host import cli_detection
 from jaxseg._host.cli import main
+from jaxseg._host.padding import bucket
 from jaxseg.metrics import detection_average_precision
 
 THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 0.95)
@@ -61,9 +62,9 @@ def write(tmp_path, truth, submission):
 
 def one_table(data):
     """The APs of one table padded to the largest video, as `jaxseg detection` computed them."""
-    videos = cli_detection._bucket(len(data.videos))
-    width = cli_detection._bucket(max(len(rows) for rows in data.detections))
-    gt_width = cli_detection._bucket(max(len(rows) for rows in data.ground_truth))
+    videos = bucket(len(data.videos), 8)
+    width = bucket(max(len(rows) for rows in data.detections), 8)
+    gt_width = bucket(max(len(rows) for rows in data.ground_truth), 8)
     gt = cli_detection._pad(data.ground_truth, videos, gt_width)
     pred = cli_detection._pad(data.detections, videos, width)
     with jax.enable_x64(True):

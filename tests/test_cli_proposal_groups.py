@@ -13,7 +13,7 @@ from _cli_data import window_near
 
 from jaxseg._host import cli_grounding
 from jaxseg._host.cli import main
-from jaxseg._host.cli_detection import _power_of_two
+from jaxseg._host.padding import bucket
 from jaxseg.metrics import proposal_average_recall
 
 
@@ -113,7 +113,7 @@ def test_tables_stay_within_four_times_the_data():
         ((2048, 1), (2048, 1)),
         ((1, 32768), (1, 1)),
     ]
-    assert _power_of_two(20000) == 32768
+    assert bucket(20000) == 32768
     proposal_slots = sum(g.proposal_mask.size for g in groups)
     target_slots = sum(g.target_mask.size for g in groups)
     assert proposal_slots <= 4 * (22000 + 2001) and target_slots <= 4 * (2001 + 2001)

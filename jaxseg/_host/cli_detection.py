@@ -30,6 +30,7 @@ from jaxseg._host.io_files import (
     read_npy,
     require_file,
 )
+from jaxseg._host.padding import bucket, size_groups
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
 
 PRESETS = {
@@ -281,16 +282,6 @@ def _rows(rows, columns: int) -> np.ndarray:
     return np.array(rows, np.float64).reshape(len(rows), columns)
 
 
-def _bucket(n: int) -> int:
-    """``n`` rounded up to a power of two (at least 8), so that table shapes repeat."""
-    return 1 << max(3, (max(n, 1) - 1).bit_length())
-
-
-def _power_of_two(n: int) -> int:
-    """``n`` (at least 1) rounded up to a power of two."""
-    return 1 << (max(n, 1) - 1).bit_length()
-
-
 def _pad(per_video, videos: int, width: int):
     """``per_video`` float64 ``[n, 3 or 4]`` rows (start, end, label[, score]) -> segments,
     labels, scores and mask tables of ``videos`` rows and ``width`` slots; padding rows and
@@ -318,13 +309,13 @@ def video_groups(data: DetectionData) -> list[VideoGroup]:
     where one table padded to the largest video grew with (videos x largest video).
     Videos without detections match nothing; their ground truth counts in the AP's recall.
     """
-    members: dict[tuple[int, int], list[int]] = {}
-    for v, (truth, rows) in enumerate(zip(data.ground_truth, data.detections, strict=True)):
-        if len(rows):
-            members.setdefault((_power_of_two(len(rows)), _power_of_two(len(truth))), []).append(v)
+    sizes = [
+        (len(rows), len(truth)) if len(rows) else None
+        for truth, rows in zip(data.ground_truth, data.detections, strict=True)
+    ]
     groups = []
-    for (width, gt_width), videos in sorted(members.items()):
-        count = _power_of_two(len(videos))
+    for (width, gt_width), videos in size_groups(sizes):
+        count = bucket(len(videos))
         gt = _pad([data.ground_truth[v] for v in videos], count, gt_width)
         pred = _pad([data.detections[v] for v in videos], count, width)
         groups.append(VideoGroup(np.array(videos, np.int64), gt[0], gt[1], gt[3], *pred))
@@ -367,7 +358,7 @@ def detection_scores(data: DetectionData, thresholds: tuple[float, ...]):
     num_classes, thresholds = len(data.class_names), static_iou_thresholds(thresholds)
     counts = np.array([len(rows) for rows in data.detections], np.int64)
     offsets = np.cumsum(counts) - counts  # each video's first detection in one table's order
-    size = _power_of_two(int(counts.sum()))  # padded with no detection (class C), ranked last
+    size = bucket(int(counts.sum()))  # padded with no detection (class C), ranked last
     labels = np.full(size, num_classes, np.int32)
     scores = np.zeros(size, np.float64)
     hits = np.zeros((size, len(thresholds)), bool)
@@ -525,7 +516,7 @@ def _online(args) -> reports.Report:
         "ambiguous": tuple(sorted(set(ambiguous))),
     }
     frames = scores.shape[0]
-    padded = _bucket(frames)  # frame counts repeat across files: fewer compilations
+    padded = bucket(frames, 8)  # frame counts repeat across files: fewer compilations
     mask = np.arange(padded) < frames
     targets_padded = np.zeros((padded, num_classes), bool)
     targets_padded[:frames] = targets

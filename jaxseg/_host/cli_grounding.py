@@ -26,6 +26,7 @@ from jaxseg._host.io_files import (
     read_json,
     text_lines,
 )
+from jaxseg._host.padding import bucket, size_groups
 
 NLQ_THRESHOLDS = (0.3, 0.5)
 NLQ_TOP_K = (1, 5)
@@ -533,15 +534,13 @@ def proposal_groups(data: ProposalData) -> list[ProposalGroup]:
     largest video grew with videos x largest video). The other videos recall nothing; their
     targets and proposals count in the totals of :func:`proposal_curve`.
     """
-    from jaxseg._host.cli_detection import _power_of_two
-
-    members: dict[tuple[int, int], list[int]] = {}
-    for v, (truth, rows) in enumerate(zip(data.targets, data.proposals, strict=True)):
-        if truth and rows:
-            members.setdefault((_power_of_two(len(rows)), _power_of_two(len(truth))), []).append(v)
+    sizes = [
+        (len(rows), len(truth)) if truth and rows else None
+        for truth, rows in zip(data.targets, data.proposals, strict=True)
+    ]
     groups = []
-    for (width, gt_width), videos in sorted(members.items()):
-        blank = [[]] * (_power_of_two(len(videos)) - len(videos))  # rows without a target
+    for (width, gt_width), videos in size_groups(sizes):
+        blank = [[]] * (bucket(len(videos)) - len(videos))  # rows without a target
         gt, gm = pad([data.targets[v] for v in videos] + blank, gt_width)
         table, pm = pad([data.proposals[v] for v in videos] + blank, width, size=3)
         video = np.array(videos, np.int64)

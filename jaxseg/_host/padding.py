@@ -63,6 +63,23 @@ def bucket(n: int, minimum: int = 1) -> int:
     return 1 << (n - 1).bit_length()
 
 
+def size_groups(sizes) -> list[tuple[tuple[int, ...], list[int]]]:
+    """The items grouped by their sizes, each rounded up by :func:`bucket`, smallest first.
+
+    ``sizes[i]`` is a tuple of item i's sizes (its detections and targets, say), or None to
+    leave it out. Padded to its group's sizes, an item takes fewer than twice its own: one
+    large item no longer pads every other one to its size.
+
+    Returns:
+      ``(rounded sizes, indices in increasing order)`` per group.
+    """
+    members: dict[tuple[int, ...], list[int]] = {}
+    for i, size in enumerate(sizes):
+        if size is not None:
+            members.setdefault(tuple(bucket(n) for n in size), []).append(i)
+    return sorted(members.items())
+
+
 def round_up(n: int, multiple: int = 1) -> int:
     """Rounds ``n`` up to a multiple of ``multiple`` with at most 8 sizes per octave.
 

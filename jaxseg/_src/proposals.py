@@ -210,8 +210,8 @@ def video_budgets(count, has_targets, *, capacity, max_average):
     num_videos = jnp.sum(has_targets, dtype=jnp.int32)
     kept, total, pcn = kept_proposals(num_videos, jnp.sum(count), counts, capacity, max_average)
     used = jnp.where(has_targets, kept[count], 0)
-    # The steps of each distinct number kept, not of every number up to the capacity: a video
-    # of 20,000 proposals made that table [20001, J] of binary64 products (about 2 GB).
+    # The steps of each distinct number kept, not of every number up to the capacity: the
+    # table over every number would grow with the largest video, whatever the others.
     rows = min(used.shape[0], capacity + 1)
     values, inverse = jnp.unique(used, size=rows, fill_value=0, return_inverse=True)
     return step_budgets(values, pcn)[inverse.reshape(-1)], num_videos, total, pcn
