@@ -575,7 +575,7 @@ def proposal_curve(data: ProposalData, max_average: int, at: tuple[int, ...]):
     import jax
 
     from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
-    from jaxseg._src.proposals import STEPS, _static_at
+    from jaxseg._src.proposals import STEPS, static_at
 
     budgets, histogram, curve = _proposal_programs()
     thresholds = static_iou_thresholds(ACTIVITYNET_THRESHOLDS)
@@ -592,7 +592,7 @@ def proposal_curve(data: ProposalData, max_average: int, at: tuple[int, ...]):
             rows[: len(group.videos)] = budget[group.videos]
             found += np.asarray(histogram(*group[1:], rows, thresholds=thresholds))
         targets = np.int32(sum(len(truth) for truth in data.targets))
-        at_index, dtype = _static_at(at, max_average), np.dtype(np.float64)
+        at_index, dtype = static_at(at, max_average), np.dtype(np.float64)
         return jax.device_get(
             curve(found, targets, num_videos, total, pcn, at_index=at_index, dtype=dtype)
         )

@@ -94,7 +94,13 @@ def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index,
     return ProposalCurve(recall, average, per_video, auc, average[jnp.asarray(at_index)])
 
 
-def _static_at(at, max_average):
+def static_at(at, max_average: int) -> tuple[int, ...]:
+    """The curve's step indices of the AN values ``at`` (an int or a tuple of ints): the
+    curve has a point at ``j * max_average / STEPS`` proposals per video, j = 1..STEPS.
+
+    >>> static_at((1, 5, 100), 100)
+    (0, 4, 99)
+    """
     at = (at,) if isinstance(at, int) else tuple(at)
     out = []
     for a in at:
@@ -169,7 +175,7 @@ def proposal_average_recall(
     """
     thresholds = static_iou_thresholds(iou_thresholds)
     max_average = checks.static_int("max_average_proposals", max_average_proposals, minimum=1)
-    at_index = _static_at(at, max_average)
+    at_index = static_at(at, max_average)
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )

@@ -23,10 +23,10 @@ from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
 from jaxseg._src.numerics import FULL_PRECISION
 from jaxseg._src.proposals import (
     _dataset_inputs,
-    _static_at,
     budgets,
     curve_from_recalled,
     first_hits,
+    static_at,
 )
 from jaxseg._src.streaming_segmentation import merge_states
 
@@ -304,7 +304,7 @@ def proposals(
     capacity = checks.static_int("capacity", capacity, minimum=1)
     thresholds = static_iou_thresholds(iou_thresholds)
     max_average = checks.static_int("max_average_proposals", max_average_proposals, minimum=1)
-    at_index = _static_at(at, max_average)
+    at_index = static_at(at, max_average)
     num_t = len(thresholds)
 
     def init():
