@@ -24,7 +24,8 @@ def _module_names():
 
 
 def _import(name):
-    if name == "jaxseg.plot" and importlib.util.find_spec("matplotlib") is None:
+    pictures = ("jaxseg.plot", "jaxseg._host.plotting")
+    if name in pictures and importlib.util.find_spec("matplotlib") is None:
         pytest.skip("jaxseg.plot needs the optional matplotlib")
     return importlib.import_module(name)
 

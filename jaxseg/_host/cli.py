@@ -898,6 +898,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
       0 on success, 2 for bad input (one ``jaxseg: error:`` line on stderr, no traceback),
       130 when interrupted. Arguments argparse refuses exit with its ``SystemExit(2)``.
+
+    >>> main(["evaluate", "--demo"])
+    28 videos, 16,979 frames, 11 classes; background: background
+    <BLANKLINE>
+    Results (%)
+    name    Acc   Edit  F1@10  F1@25  F1@50
+    all   79.60  72.14  80.63  80.23  74.36
+    0
     """
     from jaxseg._host import cli_detection, cli_grounding
 

@@ -35,6 +35,9 @@ def class_colors(num_classes: int, *, background: Sequence[int] = ()) -> list[st
 
     Returns:
       C colours as ``#rrggbb`` strings (repeating after 60 action classes).
+
+    >>> class_colors(3, background=(0,))
+    ['#d9d9d9', '#1f77b4', '#ff7f0e']
     """
     matplotlib, _ = _matplotlib()
     pairs = matplotlib.colormaps["tab20"].colors  # dark/light pairs: all darks first
@@ -88,6 +91,13 @@ def timeline(
 
     Returns:
       The ``matplotlib.figure.Figure``.
+
+    >>> figure = timeline(
+    ...     np.array([0, 0, 1, 1, 2]), np.array([0, 1, 1, 1, 2]),
+    ...     class_names=["background", "cut", "pour"], background=(0,),
+    ... )
+    >>> [text.get_text() for text in figure.legends[0].get_texts()]
+    ['background', 'cut', 'pour']
     """
     matplotlib, Figure = _matplotlib()
     colors = class_colors(len(class_names), background=background)
@@ -169,6 +179,10 @@ def class_scores(
 
     Returns:
       The ``matplotlib.figure.Figure``; the legend sits above the bars, outside the axes.
+
+    >>> figure = class_scores(["cut", "pour"], {"F1": [80.0, 55.5], "Acc": [90.0, np.nan]})
+    >>> figure.get_size_inches().tolist()
+    [10.0, 4.0]
     """
     _, Figure = _matplotlib()
     if figsize is None:
@@ -201,6 +215,10 @@ def confusion(
     Returns:
       The ``matplotlib.figure.Figure``; rows without frames are left blank. Cells are
       annotated with percentages when C <= 20.
+
+    >>> figure = confusion(np.array([[3, 1], [0, 2]]), class_names=["cut", "pour"])
+    >>> [text.get_text() for text in figure.axes[0].texts]  # row 1: 75% and 25%, row 2: 100%
+    ['75', '25', '100']
     """
     _, Figure = _matplotlib()
     if figsize is None:
@@ -263,6 +281,16 @@ def overview(
 
     Returns:
       The ``matplotlib.figure.Figure``.
+
+    >>> import os, tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "overview.png")
+    ...     figure = overview(
+    ...         np.array([[3, 1], [0, 2]]), {"F1": [85.7, 80.0]}, class_names=["cut", "pour"],
+    ...         path=path,
+    ...     )
+    ...     open(path, "rb").read(4)
+    b'\\x89PNG'
     """
     _, Figure = _matplotlib()
     side = _class_axis_inches(len(class_names), 8.0)
