@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from _cli_data import golden_videos, random_videos, write_dataset
 
+from jaxseg import Evaluator, metrics
 from jaxseg._host import demo
 from jaxseg._host.cli import Progress, main
 from jaxseg._host.io_files import load_segmentation_dataset
@@ -150,30 +151,47 @@ def test_per_class_rows_equal_the_oracle(tmp_path, capsys):
     assert rows[-1]["F1"] == pytest.approx(100 * np.nanmean(oracle["f1"]), abs=1e-4)
 
 
-def test_per_class_mean_leaves_out_classes_without_ground_truth(tmp_path, capsys):
-    """A class predicted but never in the ground truth has no recall (null, '-'), and the mean
-    recall is over the classes in the ground truth (mmsegmentation's mAcc; the README's
-    "absent classes NaN and excluded"). It used to count as 0 recall in the mean."""
+def test_per_class_table_follows_the_librarys_rule_for_missing_classes(tmp_path, capsys):
+    """A class only predicted has recall 0 and one never predicted precision 0, both in the
+    means; only a class in neither is '-' (null) and left out: the numbers of
+    ``metrics.recall``/``precision``/``f1_score``, ``streaming.frame_metrics`` and the
+    Evaluator's class accuracy. The table used to leave the recall of a class only predicted
+    out of its mean (mmsegmentation's mAcc), so its mean recall was not the Evaluator's mean
+    class accuracy, nor the recall bars of ``--plot``."""
     videos = {
         "a": (np.array([0, 0, 1, 1]), np.array([0, 3, 1, 1])),  # 'stir' (3) is only predicted
-        "b": (np.array([1, 1, 0]), np.array([1, 0, 0])),
+        "b": (np.array([1, 1, 0, 4]), np.array([1, 0, 0, 1])),  # 'background' never predicted
     }
     truth, predictions = write_dataset(tmp_path, videos, NAMES)
-    code, out, _ = run(capsys, truth, predictions, "--per-class", "--format", "json")
+    code, out, _ = run(capsys, truth, predictions, "--per-class", "--background", "--format",
+                       "json")  # fmt: skip
     assert code == 0
     rows = {row["class"]: row for row in json_row(out, "per_class")}
-    assert rows["stir"]["frames"] == 0 and rows["stir"]["predicted"] == 1
-    assert rows["stir"]["Recall"] is None and rows["stir"]["Precision"] == 0.0
-    assert rows["pour"]["Recall"] is None and rows["pour"]["Precision"] is None
-    assert rows["pour"]["F1"] is None
-    assert rows["SIL"]["Recall"] == pytest.approx(100 * 2 / 3)
-    assert rows["take"]["Recall"] == pytest.approx(100 * 3 / 4)
-    assert rows["mean"]["Recall"] == pytest.approx(100 * (2 / 3 + 3 / 4) / 2)
-    assert rows["mean"]["Precision"] == pytest.approx(100 * (2 / 3 + 1 + 0) / 3)
-    _, table, _ = run(capsys, truth, predictions, "--per-class")
-    assert "'-': undefined (no ground-truth frame for Recall" in table
+    assert rows["stir"]["Recall"] == 0.0 and rows["stir"]["Precision"] == 0.0
+    assert rows["background"]["Recall"] == 0.0 and rows["background"]["Precision"] == 0.0
+    assert [rows["pour"][k] for k in ("Recall", "Precision", "F1")] == [None] * 3
+    assert rows["mean"]["Recall"] == pytest.approx(100 * (2 / 3 + 3 / 4 + 0 + 0) / 4)
+
+    targets = np.concatenate([t for t, _ in videos.values()])
+    outputs = np.concatenate([p for _, p in videos.values()])
+    options = {"num_classes": len(NAMES)}
+    names = {"Recall": metrics.recall, "Precision": metrics.precision, "F1": metrics.f1_score}
+    for column, metric in names.items():
+        per_class = np.asarray(metric(targets, outputs, average="none", **options))
+        got = [np.nan if rows[n][column] is None else rows[n][column] for n in NAMES]
+        np.testing.assert_allclose(got, 100 * per_class, rtol=1e-6)
+        macro = float(metric(targets, outputs, average="macro", **options))
+        assert rows["mean"][column] == pytest.approx(100 * macro, rel=1e-6)
+    evaluator = Evaluator(**options)
+    evaluator.add([t for t, _ in videos.values()], [p for _, p in videos.values()])
+    result = evaluator.get()
+    assert rows["mean"]["Recall"] == pytest.approx(100 * result["mean_class_accuracy"], rel=1e-6)
+    _, table, _ = run(capsys, truth, predictions, "--per-class", "--background")
+    assert "'-': a class in neither the ground truth nor the predictions" in table
     stir = next(line for line in table.splitlines() if line.startswith("stir"))
-    assert stir.split() == ["stir", "0", "1", "-", "0.00", "0.00"]
+    assert stir.split() == ["stir", "0", "1", "0.00", "0.00", "0.00"]
+    pour = next(line for line in table.splitlines() if line.startswith("pour"))
+    assert pour.split() == ["pour", "0", "0", "-", "-", "-"]
 
 
 def test_a_first_label_beginning_with_hash_is_a_frame_not_a_header(tmp_path, capsys):

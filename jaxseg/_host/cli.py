@@ -542,34 +542,40 @@ def _class_section(class_names, counts) -> reports.Section:
     """Per-class frame recall (class accuracy), precision and F1 from the Evaluator's class
     counts (:meth:`~jaxseg.Evaluator.class_counts`, the pooled confusion's diagonal and sums).
 
-    As mmsegmentation's mAcc / mFscore: a ratio whose denominator is 0 is undefined ("-",
-    null), not 0: the recall of a class without ground-truth frames, the precision of a class
-    never predicted, the F1 of a class in neither. A mean is over the classes where the value
-    is defined (so mean recall is over the classes in the ground truth).
+    The library's rule (``metrics.recall``/``precision``/``f1_score``, ``streaming.frame_metrics``
+    and the Evaluator's ``class_accuracy``, DESIGN §4): a class in neither the ground truth nor
+    the predictions is undefined ("-", null) and left out of the mean; any other ratio whose
+    denominator is 0 is 0 (scikit-learn's ``zero_division=0``: a class only predicted has
+    recall 0, one never predicted precision 0).
     """
-    tp = np.asarray(counts.correct, np.int64).astype(np.float64)
-    frames, predicted = np.asarray(counts.support), np.asarray(counts.predicted)
+    from jaxseg._src.frame import score_fraction
 
-    def ratio(numerator, denominator):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(denominator > 0, numerator / np.maximum(denominator, 1), np.nan)
+    tp, frames, predicted = (
+        np.asarray(x, np.int64).astype(np.float64)
+        for x in (counts.correct, counts.support, counts.predicted)
+    )
+    absent = frames + predicted == 0
 
-    scores = (ratio(tp, frames), ratio(tp, predicted), ratio(2 * tp, frames + predicted))
+    def per_class(score):
+        numerator, denominator = score_fraction(score, tp, frames, predicted)
+        ratio = np.divide(numerator, denominator, out=np.zeros_like(tp), where=denominator > 0)
+        return np.where(absent, np.nan, ratio)
+
+    def mean(values):
+        defined = values[~absent]
+        return float(defined.mean()) if defined.size else math.nan
+
+    scores = [per_class(score) for score in ("recall", "precision", "f1")]
     rows = [
         (name, int(frames[c]), int(predicted[c]), *(_percent(s[c]) for s in scores))
         for c, name in enumerate(class_names)
     ]
-
-    def mean(values):
-        defined = values[~np.isnan(values)]
-        return float(defined.mean()) if defined.size else math.nan
-
     totals = (int(frames.sum()), int(predicted.sum()))
     rows.append(("mean", *totals, *(_percent(mean(s)) for s in scores)))
     return reports.Section(
         "per_class",
-        "Per class (%, frame level; '-': undefined (no ground-truth frame for Recall, none "
-        "predicted for Precision), left out of the mean)",
+        "Per class (%, frame level; '-': a class in neither the ground truth nor the "
+        "predictions, left out of the mean; a zero denominator otherwise gives 0)",
         ("class", "frames", "predicted", "Recall", "Precision", "F1"),
         tuple(rows),
     )
