@@ -194,6 +194,36 @@ def test_per_class_table_follows_the_librarys_rule_for_missing_classes(tmp_path,
     assert pour.split() == ["pour", "0", "0", "-", "-", "-"]
 
 
+def test_plot_draws_the_per_class_tables_numbers(tmp_path, capsys, monkeypatch):
+    """The bars of ``--plot`` are the ``--per-class`` table's recall and F1 and its heatmap the
+    confusion matrix of all frames (the bars had come from a second computation)."""
+    pytest.importorskip("matplotlib")
+    from jaxseg._host import plotting
+
+    drawn = {}
+
+    def overview(matrix, scores, **options):
+        drawn.update(matrix=np.asarray(matrix), scores=scores)
+        return plotting.class_scores(options["class_names"], scores, dpi=10)
+
+    monkeypatch.setattr(plotting, "overview", overview)
+    videos = random_videos(5, 6, len(NAMES) - 1)  # class 4 ('background') never occurs
+    videos["only predicted"] = (np.array([0, 0, 1]), np.array([0, 3, 1]))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    code, out, _ = run(capsys, truth, predictions, "--per-class", "--format", "json", "--plot",
+                       tmp_path / "pictures")  # fmt: skip
+    assert code == 0
+    rows = json_row(out, "per_class")[:-1]
+    for column, key in (("Recall", "Recall"), ("F1", "F1")):
+        table = [np.nan if row[column] is None else row[column] for row in rows]
+        np.testing.assert_array_equal(drawn["scores"][key], table)
+    targets = np.concatenate([t for t, _ in videos.values()])
+    outputs = np.concatenate([p for _, p in videos.values()])
+    expected = np.zeros((len(NAMES), len(NAMES)), np.int64)
+    np.add.at(expected, (targets, outputs), 1)
+    np.testing.assert_array_equal(drawn["matrix"], expected)
+
+
 def test_a_first_label_beginning_with_hash_is_a_frame_not_a_header(tmp_path, capsys):
     """A class '#bg' on the first line was taken as the MS-TCN results header: both files
     lost their first frame without a word (2 frames, not 3)."""

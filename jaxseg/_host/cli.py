@@ -437,8 +437,8 @@ def _evaluator(dataset: SegmentationDataset, *, background, iou_thresholds, lega
     return evaluator
 
 
-def _class_statistics(dataset: SegmentationDataset) -> dict[str, np.ndarray]:
-    """Frame-level confusion matrix and per-class precision/recall/F1 over all videos.
+def _confusion(dataset: SegmentationDataset) -> np.ndarray:
+    """The frame-level confusion matrix ``[C, C]`` over all videos (rows: ground truth).
 
     The frames of all videos are concatenated (frame metrics ignore video boundaries) and
     padded to a power of two with a mask, so that datasets of similar size share one program.
@@ -446,18 +446,6 @@ def _class_statistics(dataset: SegmentationDataset) -> dict[str, np.ndarray]:
     import jax
 
     from jaxseg import metrics
-    from jaxseg._src.frame import scores_from_confusion
-
-    num_classes = len(dataset.class_names)
-
-    def compute(targets, predictions, mask):
-        options = {"num_classes": num_classes, "mask": mask}
-        confusion = metrics.confusion_matrix(targets, predictions, **options)
-        scores = {"confusion": confusion}
-        for name in ("precision", "recall", "f1"):
-            for average in ("none", "macro"):
-                scores[f"{name}_{average}"] = scores_from_confusion(confusion, name, average)
-        return scores
 
     frames = sum(t.size for t in dataset.targets)
     padded = 1 << max(10, (frames - 1).bit_length())
@@ -465,7 +453,10 @@ def _class_statistics(dataset: SegmentationDataset) -> dict[str, np.ndarray]:
     np.concatenate(dataset.targets, out=targets[:frames])
     np.concatenate(dataset.predictions, out=predictions[:frames])
     mask = np.arange(padded) < frames
-    return {k: np.asarray(v) for k, v in jax.jit(compute)(targets, predictions, mask).items()}
+    confusion = jax.jit(metrics.confusion_matrix, static_argnames="num_classes")
+    return np.asarray(
+        confusion(targets, predictions, num_classes=len(dataset.class_names), mask=mask)
+    )
 
 
 def _percent(value) -> float:
@@ -538,15 +529,15 @@ def _segmentation_report(
     return reports.Report(text, summary, tuple(sections))
 
 
-def _class_section(class_names, counts) -> reports.Section:
-    """Per-class frame recall (class accuracy), precision and F1 from the Evaluator's class
-    counts (:meth:`~jaxseg.Evaluator.class_counts`, the pooled confusion's diagonal and sums).
+def _class_scores(counts) -> dict[str, np.ndarray]:
+    """Per-class frame ``recall`` (class accuracy), ``precision`` and ``f1`` (float64 ``[C]``)
+    from the Evaluator's class counts (:meth:`~jaxseg.Evaluator.class_counts`, the pooled
+    confusion's diagonal and sums), for the ``--per-class`` table and the ``--plot`` bars.
 
     The library's rule (``metrics.recall``/``precision``/``f1_score``, ``streaming.frame_metrics``
     and the Evaluator's ``class_accuracy``, DESIGN §4): a class in neither the ground truth nor
-    the predictions is undefined ("-", null) and left out of the mean; any other ratio whose
-    denominator is 0 is 0 (scikit-learn's ``zero_division=0``: a class only predicted has
-    recall 0, one never predicted precision 0).
+    the predictions is NaN; any other ratio whose denominator is 0 is 0 (scikit-learn's
+    ``zero_division=0``: a class only predicted has recall 0, one never predicted precision 0).
     """
     from jaxseg._src.frame import score_fraction
 
@@ -561,15 +552,23 @@ def _class_section(class_names, counts) -> reports.Section:
         ratio = np.divide(numerator, denominator, out=np.zeros_like(tp), where=denominator > 0)
         return np.where(absent, np.nan, ratio)
 
-    def mean(values):
-        defined = values[~absent]
-        return float(defined.mean()) if defined.size else math.nan
+    return {score: per_class(score) for score in ("recall", "precision", "f1")}
 
-    scores = [per_class(score) for score in ("recall", "precision", "f1")]
+
+def _class_section(class_names, counts) -> reports.Section:
+    """The ``--per-class`` table: :func:`_class_scores` of each class and their mean over the
+    classes where they are defined (those in the ground truth or the predictions)."""
+    scores = list(_class_scores(counts).values())
+    frames, predicted = np.asarray(counts.support), np.asarray(counts.predicted)
     rows = [
         (name, int(frames[c]), int(predicted[c]), *(_percent(s[c]) for s in scores))
         for c, name in enumerate(class_names)
     ]
+
+    def mean(values):
+        defined = values[~np.isnan(values)]
+        return float(defined.mean()) if defined.size else math.nan
+
     totals = (int(frames.sum()), int(predicted.sum()))
     rows.append(("mean", *totals, *(_percent(mean(s)) for s in scores)))
     return reports.Section(
@@ -596,7 +595,7 @@ def _worst_videos(dataset, count: int | None) -> list[int]:
 
 
 def _write_plots(
-    directory: Path, dataset, class_stats, background, *, videos: int | None, quiet: bool
+    directory: Path, dataset, evaluator, background, *, videos: int | None, quiet: bool
 ) -> None:
     from jaxseg._host import plotting
 
@@ -606,10 +605,10 @@ def _write_plots(
         reason = error.strerror or error
         raise InputError(f"{directory}: cannot create the --plot folder: {reason}") from None
     names = dataset.class_names
-    scores = {"F1": 100 * class_stats["f1_none"], "Recall": 100 * class_stats["recall_none"]}
+    scores = _class_scores(evaluator.class_counts())
     figure = plotting.overview(
-        class_stats["confusion"],
-        scores,
+        _confusion(dataset),
+        {"F1": 100 * scores["f1"], "Recall": 100 * scores["recall"]},
         class_names=names,
         title=f"{len(dataset.names):,} videos, {len(names)} classes",
     )
@@ -712,7 +711,6 @@ def _run_evaluate(args) -> int:
         iou_thresholds=iou_thresholds,
         legacy=args.legacy_asformer_end,
     )
-    class_stats = _class_statistics(dataset) if args.plot is not None else None
     intervals = None
     if args.confidence is not None:
         _check_resampled(dataset, "--confidence")
@@ -731,7 +729,7 @@ def _run_evaluate(args) -> int:
         _write_plots(
             Path(args.plot),
             dataset,
-            class_stats,
+            evaluator,
             background,
             videos=args.plot_videos,
             quiet=args.quiet,
