@@ -147,6 +147,23 @@ def _is_one_video(values) -> bool:
     return not (isinstance(values, Sequence) and len(values) > 0 and np.ndim(values[0]) >= 1)
 
 
+def _padded_array(names, what: str, rows) -> np.ndarray:
+    """``rows`` as an array ``[B, T]``, or a ValueError naming the first row whose length
+    differs from the first row's (numpy's own says only "inhomogeneous shape")."""
+    try:
+        return np.asarray(rows)
+    except ValueError:
+        frames = len(rows[0])
+        for name, row in zip(names, rows):
+            if np.ndim(row) != 1 or len(row) != frames:
+                raise ValueError(
+                    f"{name}: {what} of a padded batch (given mask or lengths) must be rows of "
+                    f"the same T = {frames} frames, got shape {np.shape(row)}; add videos of "
+                    "different lengths as a list, without mask or lengths."
+                ) from None
+        raise
+
+
 class Evaluator:
     """Dataset-level action-segmentation metrics, the way MS-TCN's ``eval.py`` reports them.
 
@@ -390,6 +407,10 @@ class Evaluator:
                     f"name is one name, {name!r}, for {count} videos; give a list of {count}."
                 )
             return [name]
+        if not isinstance(name, Sequence) and not isinstance(name, np.ndarray):
+            raise TypeError(
+                f"name must be a string or a sequence of {count} strings, got {name!r}."
+            )
         names = list(name)
         if len(names) != count:
             raise ValueError(f"name holds {len(names)} names for {count} videos.")
@@ -403,7 +424,9 @@ class Evaluator:
         names = self._names_for(name, count, len(self._names))
         if mask is not None and lengths is not None:
             raise ValueError("give mask or lengths, not both.")
-        gt, pred = np.asarray(gt), np.asarray(pred)
+        gt, pred = _padded_array(names, "targets", gt), _padded_array(names, "predictions", pred)
+        if count == 0:
+            raise ValueError(f"the padded batch holds no video (targets of shape {gt.shape}).")
         if gt.ndim != 2 or gt.shape != pred.shape:
             raise ValueError(
                 f"a padded batch needs gt and pred of the same shape [B, T], got "
