@@ -533,6 +533,14 @@ X = jnp.arange(6.0)
 KEY = jax.random.key(0)
 
 
+def test_confidence_may_be_a_numpy_scalar():
+    # A static argument under jax.jit, as a numpy integer num_samples is.
+    python = BOOT(X, _mean, key=KEY, num_samples=20, confidence=0.9)
+    for confidence in (np.float32(0.9), np.float64(0.9)):
+        r = BOOT(X, _mean, key=KEY, num_samples=20, confidence=confidence)
+        np.testing.assert_allclose([r.lower, r.upper], [python.lower, python.upper], rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [

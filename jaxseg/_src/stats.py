@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
@@ -134,7 +135,10 @@ def _check_key(key):
 
 
 def _check_confidence(confidence) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+    # numpy scalars are static too (hashable host values), as for static_int
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(
+        confidence, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"confidence must be a static Python float in (0, 1), got {confidence!r}.")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}.")
