@@ -650,12 +650,15 @@ def test_bad_input_raises_and_changes_nothing(case):
     assert ev.per_video() == per_video
 
 
-def test_a_name_that_is_no_sequence_is_refused():
+def test_names_are_any_iterable_and_a_number_is_refused():
     ev = Evaluator()
-    with pytest.raises(TypeError, match=r"name must be a string or a sequence of 1 strings, got 5"):
+    with pytest.raises(TypeError, match=r"name must be a string or an iterable of 1 names, got 5"):
         ev.add([0, 1], [0, 1], name=5)
     with pytest.raises(ValueError, match="no video"):
         ev.get()
+    ev.add([[0, 1], [1, 1]], [[0, 1], [1, 0]], name=(f"clip {i}" for i in range(2)))
+    ev.add(np.ones((1, 2), int), np.ones((1, 2), int), lengths=[2], name=np.array(["last"]))
+    assert [v["name"] for v in ev.per_video()] == ["clip 0", "clip 1", "last"]
 
 
 def test_num_classes_past_the_class_tables_is_refused():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -407,10 +407,8 @@ class Evaluator:
                     f"name is one name, {name!r}, for {count} videos; give a list of {count}."
                 )
             return [name]
-        if not isinstance(name, Sequence) and not isinstance(name, np.ndarray):
-            raise TypeError(
-                f"name must be a string or a sequence of {count} strings, got {name!r}."
-            )
+        if not isinstance(name, Iterable):  # any iterable of names: a list, an array, a Series
+            raise TypeError(f"name must be a string or an iterable of {count} names, got {name!r}.")
         names = list(name)
         if len(names) != count:
             raise ValueError(f"name holds {len(names)} names for {count} videos.")
