@@ -590,6 +590,10 @@ BAD_INPUTS = {
         dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, 5])),
         r"lengths must be 2 integers in \[1, 4\]",
     ),
+    "negative lengths": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, -1])),
+        r"lengths must be 2 integers in \[1, 4\], got array\(\[ 4, -1\]\)",
+    ),
     "mask and lengths": (
         dict(
             gt=np.ones((2, 4), int),

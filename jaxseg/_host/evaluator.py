@@ -448,7 +448,7 @@ class Evaluator:
         if (
             lengths.shape != (count,)
             or not np.issubdtype(lengths.dtype, np.integer)
-            or np.any(lengths > gt.shape[1])
+            or np.any((lengths < 0) | (lengths > gt.shape[1]))
         ):
             raise ValueError(
                 f"lengths must be {count} integers in [1, {gt.shape[1]}], got {lengths!r}."
