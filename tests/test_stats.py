@@ -675,6 +675,20 @@ def _compiled_once(name, call):
     return result
 
 
+@pytest.mark.parametrize("weights", [np.ones(5, np.int32), np.ones((4, 1), np.int32)])
+def test_weights_of_the_wrong_shape_are_named(data, weights):
+    s, _ = data
+    cs = stats.class_statistics(np.zeros((4, 3), int), np.zeros((4, 3), int), num_classes=2)
+    message = r"weights must be \[N\], one multiplicity per video .* got weights of shape"
+    for call in (
+        lambda: stats.weighted_sum(np.ones((4, 2)), weights),
+        lambda: stats.class_metrics(cs, weights),
+        lambda: stats.segmentation_metrics(_take(s, np.arange(4)), weights),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()
+
+
 def test_weighted_sum_refuses_float_weights():
     """Cast to integer values' dtype, weights 0.5 and 0.5 summed 1 and 2 to 0."""
     with pytest.raises(TypeError, match="weights must be integer multiplicities"):

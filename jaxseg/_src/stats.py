@@ -101,6 +101,11 @@ def weighted_sum(values, weights) -> jax.Array:
     if not (jnp.issubdtype(weights.dtype, jnp.integer) or weights.dtype == jnp.bool_):
         # a cast would floor them: weights 0.5 and 0.5 summed 1 and 2 to 0
         raise TypeError(f"weights must be integer multiplicities [N], got dtype {weights.dtype}.")
+    if values.ndim == 0 or weights.shape != values.shape[:1]:
+        raise ValueError(
+            "weights must be [N], one multiplicity per video of values [N, ...], got weights of "
+            f"shape {weights.shape} and values of shape {values.shape}."
+        )
     weights = weights.astype(values.dtype)
     return jnp.tensordot(weights, values, axes=(0, 0), precision=FULL_PRECISION)
 
