@@ -525,6 +525,32 @@ BAD_INPUTS = {
         dict(gt=["a", "b"], pred=[0, 1], name="text"),
         r"text: targets must be integer labels, got dtype <U1",
     ),
+    # the metrics refuse bool labels; True/False are no classes but a comparison or a mask
+    "bool labels": (
+        dict(gt=[0, 1, 1], pred=np.array([True, False, True]), name="b"),
+        r"b: predictions must be integer labels, got dtype bool",
+    ),
+    "bool labels in a padded batch": (
+        dict(gt=np.ones((2, 3), bool), pred=np.ones((2, 3), int), lengths=[3, 2], name=["a", "b"]),
+        r"a: targets must be integer labels, got dtype bool",
+    ),
+    "rows of unequal length with lengths": (
+        dict(gt=[[0, 1, 1], [0, 1]], pred=[[0, 1, 1], [0, 1]], lengths=[3, 2], name=["a", "b"]),
+        r"b: targets of a padded batch .* same T = 3 frames, got shape \(2,\)",
+    ),
+    "rows of unequal length with a mask": (
+        dict(
+            gt=[[0, 1, 1], [0, 1, 1]],
+            pred=[[0, 1, 1], [0, 1]],
+            mask=np.ones((2, 3), bool),
+            name=["a", "b"],
+        ),
+        r"b: predictions of a padded batch .* same T = 3 frames, got shape \(2,\)",
+    ),
+    "a padded batch of no video": (
+        dict(gt=np.ones((0, 4), int), pred=np.ones((0, 4), int), lengths=np.ones(0, int)),
+        r"the padded batch holds no video \(targets of shape \(0, 4\)\)",
+    ),
     "empty video": (dict(gt=[], pred=[], name="void"), r"void: targets is empty \(0 frames\)"),
     "empty row of a padded batch": (
         dict(
@@ -563,6 +589,10 @@ BAD_INPUTS = {
     "lengths beyond T": (
         dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, 5])),
         r"lengths must be 2 integers in \[1, 4\]",
+    ),
+    "negative lengths": (
+        dict(gt=np.ones((2, 4), int), pred=np.ones((2, 4), int), lengths=np.array([4, -1])),
+        r"lengths must be 2 integers in \[1, 4\], got array\(\[ 4, -1\]\)",
     ),
     "mask and lengths": (
         dict(
@@ -622,6 +652,17 @@ def test_bad_input_raises_and_changes_nothing(case):
         ev.add(gt, pred, **kwargs)
     assert_same_results(ev.get(), before)
     assert ev.per_video() == per_video
+
+
+def test_names_are_any_iterable_and_a_number_is_refused():
+    ev = Evaluator()
+    with pytest.raises(TypeError, match=r"name must be a string or an iterable of 1 names, got 5"):
+        ev.add([0, 1], [0, 1], name=5)
+    with pytest.raises(ValueError, match="no video"):
+        ev.get()
+    ev.add([[0, 1], [1, 1]], [[0, 1], [1, 0]], name=(f"clip {i}" for i in range(2)))
+    ev.add(np.ones((1, 2), int), np.ones((1, 2), int), lengths=[2], name=np.array(["last"]))
+    assert [v["name"] for v in ev.per_video()] == ["clip 0", "clip 1", "last"]
 
 
 def test_num_classes_past_the_class_tables_is_refused():

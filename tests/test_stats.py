@@ -13,7 +13,7 @@ import pytest
 from _jaxprs import compilations, float_products
 
 from jaxseg import stats
-from jaxseg._src.stats import _p_value
+from jaxseg._src.stats import _bca_levels, _p_value
 from jaxseg._src.stats_segmentation import _fraction_words, _words_to_float
 
 N, T, C = 20, 32, 5
@@ -282,6 +282,54 @@ def test_bca_agrees_with_scipy_on_a_skewed_mean():
     assert float(ours.upper) > percentile.confidence_interval.high + 0.05 * width
 
 
+def _numpy_bca(x, indices, confidence):
+    """Efron's BCa interval of the mean, in float64, from the given resampled indices."""
+    scipy_special = pytest.importorskip("scipy.special")
+    x = x.astype(np.float64)
+    replicates, estimate = x[indices].mean(axis=1), x.mean()
+    b = len(replicates)
+    below = (replicates < estimate).sum() + (replicates <= estimate).sum()  # ties count half
+    z0 = scipy_special.ndtri(below / (2 * b))
+    jackknife = (x.sum() - x) / (len(x) - 1)
+    d = jackknife.mean() - jackknife
+    accel = (d**3).sum() / (6 * ((d**2).sum()) ** 1.5)
+    alpha = 1 - confidence
+    z = scipy_special.ndtri([alpha / 2, 1 - alpha / 2])
+    levels = scipy_special.ndtr(z0 + (z0 + z) / (1 - accel * (z0 + z)))
+    return np.quantile(replicates, levels)
+
+
+@pytest.mark.parametrize(
+    ("videos", "confidence"),
+    [
+        (3, 0.95),  # a fifth of the resamples are the original videos: ties with the estimate
+        (3, 0.5),
+        (30, 0.95),
+        (30, 1 - 1e-9),  # 1 - alpha / 2 is 1 in float32
+    ],
+)
+def test_bca_equals_numpy_on_the_same_resamples(videos, confidence):
+    x = np.random.default_rng(0).exponential(size=videos).astype(np.float32)
+    key, b = jax.random.key(1), 200
+    indices = np.asarray(stats.resample_indices(key, num_videos=videos, num_samples=b))
+    r = stats.bootstrap(
+        jnp.asarray(x), _mean, key=key, num_samples=b, confidence=confidence, method="bca"
+    )
+    np.testing.assert_allclose(
+        [float(r.lower), float(r.upper)], _numpy_bca(x, indices, confidence), rtol=1e-5
+    )
+
+
+def test_bca_counts_replicates_an_ulp_from_the_estimate_as_ties():
+    # Replicates equal to the estimate in exact arithmetic, rounded an ulp apart: half below.
+    estimate = jnp.float32(0.573111891746521)
+    tied = jnp.nextafter(estimate, jnp.float32(0.0))
+    replicates = jnp.array([0.1, 0.2, tied, tied, tied, tied, 0.9, 1.0], jnp.float32)
+    jackknife = jnp.array([0.5, 0.6], jnp.float32)  # symmetric: no acceleration
+    levels = _bca_levels(estimate, replicates, jackknife, 0.05)
+    np.testing.assert_allclose(np.asarray(levels), [0.025, 0.975], rtol=1e-5)  # z0 = 0
+
+
 def test_overflow_makes_segmental_intervals_nan(data):
     s, _ = data
     broken = s._replace(overflow=jnp.asarray(s.overflow).at[5].set(True))
@@ -485,6 +533,14 @@ X = jnp.arange(6.0)
 KEY = jax.random.key(0)
 
 
+def test_confidence_may_be_a_numpy_scalar():
+    # A static argument under jax.jit, as a numpy integer num_samples is.
+    python = BOOT(X, _mean, key=KEY, num_samples=20, confidence=0.9)
+    for confidence in (np.float32(0.9), np.float64(0.9)):
+        r = BOOT(X, _mean, key=KEY, num_samples=20, confidence=confidence)
+        np.testing.assert_allclose([r.lower, r.upper], [python.lower, python.upper], rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
@@ -617,6 +673,20 @@ def _compiled_once(name, call):
         jax.block_until_ready(call())
     assert (len(first), len(again)) == (1, 0), (name, first)
     return result
+
+
+@pytest.mark.parametrize("weights", [np.ones(5, np.int32), np.ones((4, 1), np.int32)])
+def test_weights_of_the_wrong_shape_are_named(data, weights):
+    s, _ = data
+    cs = stats.class_statistics(np.zeros((4, 3), int), np.zeros((4, 3), int), num_classes=2)
+    message = r"weights must be \[N\], one multiplicity per video .* got weights of shape"
+    for call in (
+        lambda: stats.weighted_sum(np.ones((4, 2)), weights),
+        lambda: stats.class_metrics(cs, weights),
+        lambda: stats.segmentation_metrics(_take(s, np.arange(4)), weights),
+    ):
+        with pytest.raises(ValueError, match=message):
+            call()
 
 
 def test_weighted_sum_refuses_float_weights():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -145,6 +145,23 @@ def _is_one_video(values) -> bool:
     if isinstance(values, np.ndarray) or hasattr(values, "__array__"):
         return np.ndim(values) == 1
     return not (isinstance(values, Sequence) and len(values) > 0 and np.ndim(values[0]) >= 1)
+
+
+def _padded_array(names, what: str, rows) -> np.ndarray:
+    """``rows`` as an array ``[B, T]``, or a ValueError naming the first row whose length
+    differs from the first row's (numpy's own says only "inhomogeneous shape")."""
+    try:
+        return np.asarray(rows)
+    except ValueError:
+        frames = len(rows[0])
+        for name, row in zip(names, rows):
+            if np.ndim(row) != 1 or len(row) != frames:
+                raise ValueError(
+                    f"{name}: {what} of a padded batch (given mask or lengths) must be rows of "
+                    f"the same T = {frames} frames, got shape {np.shape(row)}; add videos of "
+                    "different lengths as a list, without mask or lengths."
+                ) from None
+        raise
 
 
 class Evaluator:
@@ -390,6 +407,8 @@ class Evaluator:
                     f"name is one name, {name!r}, for {count} videos; give a list of {count}."
                 )
             return [name]
+        if not isinstance(name, Iterable):  # any iterable of names: a list, an array, a Series
+            raise TypeError(f"name must be a string or an iterable of {count} names, got {name!r}.")
         names = list(name)
         if len(names) != count:
             raise ValueError(f"name holds {len(names)} names for {count} videos.")
@@ -403,7 +422,9 @@ class Evaluator:
         names = self._names_for(name, count, len(self._names))
         if mask is not None and lengths is not None:
             raise ValueError("give mask or lengths, not both.")
-        gt, pred = np.asarray(gt), np.asarray(pred)
+        gt, pred = _padded_array(names, "targets", gt), _padded_array(names, "predictions", pred)
+        if count == 0:
+            raise ValueError(f"the padded batch holds no video (targets of shape {gt.shape}).")
         if gt.ndim != 2 or gt.shape != pred.shape:
             raise ValueError(
                 f"a padded batch needs gt and pred of the same shape [B, T], got "
@@ -427,7 +448,7 @@ class Evaluator:
         if (
             lengths.shape != (count,)
             or not np.issubdtype(lengths.dtype, np.integer)
-            or np.any(lengths > gt.shape[1])
+            or np.any((lengths < 0) | (lengths > gt.shape[1]))
         ):
             raise ValueError(
                 f"lengths must be {count} integers in [1, {gt.shape[1]}], got {lengths!r}."

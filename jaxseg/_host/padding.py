@@ -198,10 +198,10 @@ def video_array(name: str, what: str, values) -> np.ndarray:
     ):
         return values
     array = np.asarray(values)
+    # bool is no label type (the metrics refuse it too): True/False predictions are more
+    # likely a comparison or a mask passed by mistake than two classes.
     if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.integer)
-        or np.issubdtype(array.dtype, np.floating)
-        or array.dtype == np.bool_
+        np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
     ):
         raise ValueError(f"{name}: {what} must be integer labels, got dtype {array.dtype}.")
     if np.issubdtype(array.dtype, np.floating):

@@ -12,10 +12,12 @@ so thousands of replicates cost a few matrix products under ``vmap``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from statistics import NormalDist
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
@@ -99,6 +101,11 @@ def weighted_sum(values, weights) -> jax.Array:
     if not (jnp.issubdtype(weights.dtype, jnp.integer) or weights.dtype == jnp.bool_):
         # a cast would floor them: weights 0.5 and 0.5 summed 1 and 2 to 0
         raise TypeError(f"weights must be integer multiplicities [N], got dtype {weights.dtype}.")
+    if values.ndim == 0 or weights.shape != values.shape[:1]:
+        raise ValueError(
+            "weights must be [N], one multiplicity per video of values [N, ...], got weights of "
+            f"shape {weights.shape} and values of shape {values.shape}."
+        )
     weights = weights.astype(values.dtype)
     return jnp.tensordot(weights, values, axes=(0, 0), precision=FULL_PRECISION)
 
@@ -133,7 +140,10 @@ def _check_key(key):
 
 
 def _check_confidence(confidence) -> float:
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+    # numpy scalars are static too (hashable host values), as for static_int
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(
+        confidence, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"confidence must be a static Python float in (0, 1), got {confidence!r}.")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}.")
@@ -261,19 +271,28 @@ def _quantiles(replicates, levels):
     return jnp.where(jnp.any(jnp.isnan(replicates), axis=0), jnp.nan, value)
 
 
+def _tie_tolerance(x):
+    """``100 * eps(float32) * |x|``: how far apart two values equal in exact arithmetic may be
+    after rounding (as ``scipy.stats.permutation_test``). XLA sums an estimate (weights all 1,
+    a constant) in another order than a replicate of the same videos, a few ulps apart."""
+    return 100 * jnp.finfo(jnp.float32).eps * jnp.abs(x)
+
+
 def _bca_levels(estimate, replicates, jackknife, alpha):
     """BCa quantile levels ``[2, ...]`` (Efron 1987), ties counted half in the bias term."""
     b = replicates.shape[0]
-    below = jnp.sum(replicates < estimate[None], axis=0, dtype=jnp.float32) + 0.5 * jnp.sum(
-        replicates == estimate[None], axis=0, dtype=jnp.float32
-    )
-    z0 = ndtri(below / b)[None]
+    tolerance = _tie_tolerance(estimate)[None]
+    tied = jnp.abs(replicates - estimate[None]) <= tolerance
+    below = jnp.sum(replicates < estimate[None] - tolerance, axis=0, dtype=jnp.float32)
+    z0 = ndtri((below + 0.5 * jnp.sum(tied, axis=0, dtype=jnp.float32)) / b)[None]
     centred = jnp.mean(jackknife, axis=0)[None] - jackknife
     accel = safe_divide(jnp.sum(centred**3, axis=0), 6.0 * jnp.sum(centred**2, axis=0) ** 1.5, 0.0)[
         None
     ]
-    z = ndtri(jnp.array([alpha / 2, 1 - alpha / 2], jnp.float32))
-    z = jnp.reshape(z, (2,) + (1,) * estimate.ndim)
+    # In float64 on the host: in float32, 1 - alpha / 2 rounds to 1 (z = inf, a NaN level)
+    # once alpha < 6e-8.
+    z_low = NormalDist().inv_cdf(alpha / 2)
+    z = jnp.reshape(jnp.array([z_low, -z_low], jnp.float32), (2,) + (1,) * estimate.ndim)
     return ndtr(z0 + (z0 + z) / (1 - accel * (z0 + z)))
 
 
@@ -366,9 +385,10 @@ def bootstrap(
       quantile of the replicates (numpy's default).
     * ``"bca"``: bias-corrected and accelerated, ``q(Phi(z0 + (z0 + z) / (1 - a (z0 + z))))``
       for ``z = Phi^-1(alpha/2), Phi^-1(1 - alpha/2)``, with ``z0 = Phi^-1((#{theta* <
-      theta} + #{theta* = theta} / 2) / B)`` and the acceleration ``a`` from the leave-one-video-
-      out jackknife, ``a = sum(d^3) / (6 sum(d^2)^1.5)``, ``d = mean(theta_(.)) - theta_(i)``
-      (0 when all ``d`` are 0).
+      theta} + #{theta* = theta} / 2) / B)`` (equal: within ``100 eps(float32) |theta|``, as
+      rounding alone puts equal values apart) and the acceleration ``a`` from the
+      leave-one-video-out jackknife, ``a = sum(d^3) / (6 sum(d^2)^1.5)``,
+      ``d = mean(theta_(.)) - theta_(i)`` (0 when all ``d`` are 0).
 
     Any NaN among the replicates (e.g. a capacity overflow, or a resample without frames), or
     for ``"bca"`` among the jackknife values, makes that output's interval NaN. Wrap in
@@ -452,7 +472,7 @@ def _p_value(observed, null, alternative):
     rounded differently count as ties.
     """
     observed = observed[None]
-    tolerance = 100 * jnp.finfo(jnp.float32).eps * jnp.abs(observed)
+    tolerance = _tie_tolerance(observed)
     if alternative == "two-sided":
         extreme = jnp.abs(null) >= jnp.abs(observed) - tolerance
     elif alternative == "greater":
