@@ -30,6 +30,33 @@ def test_smoothing_matches_ms_tcn_formula_and_ignores_masked_frames():
     assert np.all(np.isfinite(grads)) and np.all(grads[~masks] == 0.0)
 
 
+def test_smoothing_with_classes_ruled_out_by_minus_inf_logits_is_finite():
+    """-inf logits (a class masked out at some frames): a class ruled out on both frames of a
+    pair adds 0, on one of them the truncated tau^2; the value and gradient stay finite."""
+    rng = np.random.default_rng(5)
+    logits = rng.normal(0, 2, (2, 9, 4)).astype(np.float32)
+    logits[0, 2:6, 1] = -np.inf  # ruled out on frames 2..5: pairs (1,2) and (5,6) one-sided
+    logits[0, 7, 3] = -np.inf
+    logits[1, :, 2] = -np.inf  # ruled out everywhere
+    mask = np.ones((2, 9), bool)
+    mask[0, 4] = False  # a masked frame inside the ruled-out run
+    got = jax.jit(lambda x: losses.smoothing_loss(x, mask=mask, threshold=2.0))(logits)
+    log_probs = np.log(softmax(logits[0][mask[0]]))  # -inf where ruled out
+    ruled_out = np.isneginf(log_probs)
+    both, one_side = ruled_out[1:] & ruled_out[:-1], ruled_out[1:] ^ ruled_out[:-1]
+    with np.errstate(invalid="ignore"):
+        squared = np.minimum((log_probs[1:] - log_probs[:-1]) ** 2, 4.0)
+    squared = np.where(one_side, 4.0, np.where(both, 0.0, squared))
+    np.testing.assert_allclose(float(got[0]), squared.mean(), rtol=1e-5)
+    # Ruled out everywhere: the other classes' terms, as if the class were not there.
+    without = float(losses.smoothing_loss(np.delete(logits[1], 2, axis=-1), threshold=2.0))
+    np.testing.assert_allclose(float(got[1]), without * 3 / 4, rtol=1e-5)
+    grads = jax.jit(jax.grad(lambda x: jnp.sum(losses.smoothing_loss(x, mask=mask))))(logits)
+    grads = np.asarray(grads)
+    assert np.all(np.isfinite(grads))
+    assert np.all(grads[np.isneginf(logits)] == 0.0) and np.all(grads[~mask] == 0.0)
+
+
 def test_segment_start_penalty_counts_predicted_segments_on_one_hot_inputs():
     rng = np.random.default_rng(1)
     labels = np.repeat(rng.integers(0, 4, (16, 10)), 3, axis=1)

@@ -39,7 +39,10 @@ def smoothing_loss(
     a masked gap are adjacent); ``sg`` stops the gradient, as in MS-TCN.
 
     Args:
-      logits: float ``[..., T, C]`` unnormalised scores.
+      logits: float ``[..., T, C]`` unnormalised scores. A logit of ``-inf`` rules its class
+        out at that frame (probability 0): a pair of frames adds 0 for a class ruled out on
+        both and ``τ²`` (no gradient) for one ruled out on one only, where the formula would
+        give NaN. A valid frame needs a finite logit.
       labels: integer ``[..., T]`` or ``None``; used only to find ``ignore_index`` frames.
       mask: optional bool ``[..., T]``, True = valid frame.
       ignore_index: optional static int: frames whose label equals it are removed like masked
@@ -72,17 +75,27 @@ def smoothing_loss(
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
     logits = zero_where_masked(logits, mask)
 
-    def one(x, valid):
-        dtype = compute_dtype(x)
-        log_probs = jax.nn.log_softmax(x.astype(dtype), axis=-1)
-        log_probs, n = compact_frames(log_probs, valid)
-        difference = log_probs[1:] - jax.lax.stop_gradient(log_probs[:-1])
-        squared = jnp.minimum(difference * difference, threshold * threshold)
-        pair_valid = (jnp.arange(1, x.shape[0], dtype=jnp.int32) < n)[:, None]
-        total = jnp.sum(jnp.where(pair_valid, squared, 0.0))
-        return safe_divide(total, (jnp.maximum(n - 1, 0) * x.shape[-1]).astype(dtype))
+    return lift(functools.partial(_smoothing_one, threshold=threshold), (logits, mask), (2, 1))
 
-    return lift(one, (logits, mask), (2, 1))
+
+def _smoothing_one(x, valid, *, threshold):
+    """:func:`smoothing_loss` of one sequence ``x [T, C]`` with valid frames ``valid [T]``."""
+    dtype = compute_dtype(x)
+    log_probs, n = compact_frames(jax.nn.log_softmax(x.astype(dtype), axis=-1), valid)
+    # A class whose logit is -inf (ruled out, as masking classes by -inf logits does) has
+    # log-probability -inf, and -inf - (-inf) is NaN. Its probability stays 0 where it is
+    # ruled out on both frames (no change: 0), and changes infinitely in log where on one
+    # only (truncated: τ², with no gradient, as any truncated pair); the gradient never
+    # reads the infinity (the double ``where``).
+    impossible = jnp.isneginf(log_probs)
+    log_probs = jnp.where(impossible, 0.0, log_probs)
+    difference = log_probs[1:] - jax.lax.stop_gradient(log_probs[:-1])
+    squared = jnp.minimum(difference * difference, threshold * threshold)
+    both, one_side = impossible[1:] & impossible[:-1], impossible[1:] ^ impossible[:-1]
+    squared = jnp.where(one_side, threshold * threshold, jnp.where(both, 0.0, squared))
+    pair_valid = (jnp.arange(1, x.shape[0], dtype=jnp.int32) < n)[:, None]
+    total = jnp.sum(jnp.where(pair_valid, squared, 0.0))
+    return safe_divide(total, (jnp.maximum(n - 1, 0) * x.shape[-1]).astype(dtype))
 
 
 @one_program(host_check=labels_within_classes())
