@@ -1,6 +1,6 @@
-"""Every loss under JAX's derivative transformations at its default arguments: second
-derivatives (jax.hessian) agree with the plain autodiff path (backward="autodiff" at a fixed
-max_segments)."""
+"""Every loss under JAX's derivative transformations at its default arguments: forward mode
+(jax.jvp, jax.jacfwd) and second derivatives (jax.hessian) agree with reverse mode and with
+the plain autodiff path (backward="autodiff" at a fixed max_segments)."""
 
 import jax
 import jax.numpy as jnp
@@ -47,10 +47,35 @@ _PAIRS = {
 
 
 @pytest.mark.parametrize("name", sorted(_PAIRS))
-def test_default_arguments_have_second_derivatives(name):
+def test_default_arguments_have_forward_mode_and_second_derivatives(name):
     loss, plain = _PAIRS[name]
     logits = _logits()
+    tangent = np.random.default_rng(1).normal(0, 1, logits.shape).astype(np.float32)
+    value, derivative = jax.jvp(loss, (logits,), (tangent,))
+    np.testing.assert_allclose(value, plain(logits), rtol=1e-5)
+    want = jax.jvp(plain, (logits,), (tangent,))[1]
+    np.testing.assert_allclose(derivative, want, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(jax.jacfwd(loss)(logits), jax.jacrev(plain)(logits), atol=1e-5)
     hessian = np.asarray(jax.jit(jax.hessian(lambda x: jnp.sum(loss(x))))(logits))
     want = np.asarray(jax.hessian(lambda x: jnp.sum(plain(x)))(logits))
     np.testing.assert_allclose(hessian, want, rtol=1e-4, atol=1e-6)
     assert np.all(hessian[~MASK] == 0.0) and np.all(hessian[..., ~MASK, :] == 0.0)
+
+
+def test_soft_edit_temperature_derivative_in_forward_mode():
+    """d loss / d gamma from jax.jvp (SOFT_LOSSES.md: the Gibbs expected cost R - gamma dR/dgamma)
+    equals the autodiff path's and reverse mode's."""
+    logits = _logits()
+
+    def at(gamma, backward, max_segments=None):
+        return losses.soft_edit_loss(
+            logits, LABELS, mask=MASK, gamma=gamma, backward=backward, max_segments=max_segments
+        )
+
+    gamma = jnp.float32(0.3)
+    forward = jax.jvp(lambda g: at(g, "custom"), (gamma,), (jnp.float32(1.0),))[1]
+    plain = jax.jvp(lambda g: at(g, "autodiff", 6), (gamma,), (jnp.float32(1.0),))[1]
+    reverse = jax.jacrev(lambda g: at(g, "custom"))(gamma)
+    np.testing.assert_allclose(forward, plain, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(forward, reverse, rtol=1e-4, atol=1e-6)
+    assert np.all(np.asarray(forward) != 0.0)

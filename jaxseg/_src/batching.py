@@ -97,8 +97,8 @@ def rows_at_once(fn: Callable) -> Callable:
     ``fn`` must treat its rows independently and map operands ``[N, ...]`` (arrays or None,
     the same N) to outputs ``[N, ...]``. The result has no derivative of its own
     (``jax.custom_batching.custom_vmap``): use it where nothing is differentiated through
-    it in reverse mode (integer statistics, values under ``stop_gradient``, the body of a
-    ``custom_vjp`` that computes its gradients itself); forward mode passes through it.
+    it in reverse mode (integer statistics, values under ``stop_gradient``, the rule of a
+    ``custom_jvp`` that computes its gradients itself); forward mode passes through it.
 
     >>> largest = rows_at_once(lambda x: jnp.broadcast_to(jnp.max(x), x.shape[:1]))
     >>> jax.vmap(largest)(jnp.array([[1, 2], [3, 4]])).tolist()

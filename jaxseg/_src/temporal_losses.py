@@ -178,9 +178,7 @@ def ctc_transcript_loss(
       background: static tuple with at most one label (the blank).
       normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
       max_segments: static transcript capacity, a memory bound (``None``: chosen per call
-        among a few static sizes by the batch's longest transcript; never truncates, and the
-        loss then has a first derivative in reverse mode only, ``jax.grad``: give
-        ``max_segments`` for ``jax.jvp``, ``jax.jacfwd`` or second derivatives).
+        among a few static sizes by the batch's longest transcript; never truncates).
       ignore_index: optional static int: frames whose label equals it are removed like
         masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
         on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
