@@ -189,6 +189,22 @@ def test_interval_losses_match_the_formulas_and_have_gradients_when_disjoint():
         losses.temporal_iou_loss(targets[:, :1], preds[:, :1])
 
 
+# (The GIoU loss's hull term already gave these cases their gradient.)
+@pytest.mark.parametrize("name", ["temporal_iou_loss", "temporal_diou_loss"])
+def test_interval_losses_grow_a_prediction_shrunk_to_a_point_or_touching(name):
+    """Overlap exactly 0 (a zero-length prediction inside its target, as ReLU'd offsets
+    give; a prediction touching its target): the gradient is the limit of the gradients at
+    a small positive overlap, not relu's 0 at 0, which would leave the prediction stuck."""
+    fn = getattr(losses, name)
+    grad = jax.jit(jax.grad(lambda p, t: jnp.sum(fn(t, p))))
+    targets = np.array([[0.0, 4.0], [0.0, 4.0], [0.0, 1.0]], np.float32)
+    at_zero = np.array([[2.0, 2.0], [1.0, 1.0], [1.0, 2.0]], np.float32)
+    grown = at_zero + np.array([[-1e-3, 1e-3], [-1e-3, 1e-3], [-1e-3, 0.0]], np.float32)
+    got, want = np.asarray(grad(at_zero, targets)), np.asarray(grad(grown, targets))
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+    assert np.all(got[:, 0] > 0)  # the start moves back: the overlap grows
+
+
 def test_interval_losses_are_symmetric_so_the_old_argument_order_still_holds():
     # jaxseg 0.1 took (predictions, targets); the library order is now (targets,
     # predictions). Both orders give the same values, and the same gradient with respect to

@@ -289,7 +289,11 @@ def _interval_terms(targets, predictions):
     """IoU, the hull length and the union length of two ``[..., 2]`` interval arrays."""
     ts, te = targets[..., 0], targets[..., 1]
     ps, pe = predictions[..., 0], predictions[..., 1]
-    inter = jax.nn.relu(jnp.minimum(pe, te) - jnp.maximum(ps, ts))
+    overlap = jnp.minimum(pe, te) - jnp.maximum(ps, ts)
+    # Clamped at 0 with the gradient passing at 0 itself (as PyTorch's clamp(min=0) in
+    # ActionFormer's losses): a prediction shrunk to a point inside its target, or touching
+    # it, is pushed to grow into it; relu's zero gradient there would leave it stuck.
+    inter = jnp.where(overlap >= 0, overlap, 0.0)
     union = (pe - ps) + (te - ts) - inter
     hull = jnp.maximum(pe, te) - jnp.minimum(ps, ts)
     return safe_divide(inter, union), hull, union
@@ -305,7 +309,9 @@ def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     .. math:: 1 - \frac{|A \cap B|}{|A \cup B|}
 
-    Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there).
+    Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there); a
+    prediction of length 0 inside its target, or touching it, has the gradient that grows it
+    into the target.
 
     Args:
       targets: float ``[..., 2]`` target intervals ``(start, end)``.
