@@ -124,6 +124,27 @@ def _random_lattices(rng, size, frames, capacity, classes):
     return np.asarray(jax.nn.log_softmax(logits)), n_frames, transcripts, n_labels
 
 
+def test_ctc_transcript_loss_of_a_certain_or_impossible_transcript():
+    """A transcript of probability 1 costs +0.0 (not -log 1 = -0.0); one that -inf logits
+    rule out costs about 1e30 / M, finite, with a finite gradient."""
+    labels = np.array([[0, 0, 0, 0], [1, 1, 0, 2]])
+    certain = jax.jit(
+        lambda x, y: losses.ctc_transcript_loss(x, y, background=(0,), normalize="none")
+    )(np.zeros((2, 4, 1), np.float32), np.zeros_like(labels))
+    assert not np.any(np.signbit(np.asarray(certain))) and np.all(np.asarray(certain) == 0.0)
+    logits = np.random.default_rng(6).normal(0, 1, (2, 4, 3)).astype(np.float32)
+    logits[1, :, 2] = -np.inf  # label 2 can never be emitted: transcript [1, 2] is impossible
+    for background in ((), (0,)):
+
+        def loss(x, background=background):
+            return losses.ctc_transcript_loss(x, labels, background=background)
+
+        values = np.asarray(jax.jit(loss)(logits))
+        grads = np.asarray(jax.jit(jax.grad(lambda x: jnp.sum(loss(x))))(logits))
+        assert np.isfinite(values[1]) and values[1] > 1e20 and values[0] < 1e3
+        assert np.all(np.isfinite(grads))
+
+
 def test_ctc_log_likelihood_equals_optax_ctc_loss():
     import optax
 

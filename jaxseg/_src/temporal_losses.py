@@ -186,7 +186,9 @@ def ctc_transcript_loss(
 
     Returns:
       float32 ``[...]``, ≥ 0 and finite (the labels themselves are a labelling of the
-      transcript); NaN where the transcript overflows ``max_segments`` or a valid label lies
+      transcript), with a finite gradient; about ``1e30 / M`` (``M`` segments,
+      ``normalize="target"``) where ``-inf`` logits rule out every labelling of the
+      transcript; NaN where the transcript overflows ``max_segments`` or a valid label lies
       outside ``[0, C)``.
 
     >>> logits = 3.0 * jax.nn.one_hot(jnp.array([1, 1, 0, 2]), 3)
@@ -265,7 +267,8 @@ def _ctc_one(capacity, log_probs, transcript, valid, *, normalize, blank):
     count = jnp.sum(transcript >= 0, dtype=jnp.int32)
     m = jnp.minimum(count, capacity)
     symbols = jnp.maximum(transcript[:capacity], 0)
-    loss = -ctc.ctc_log_likelihood(log_probs, jnp.sum(valid, dtype=jnp.int32), symbols, m, blank)
+    n = jnp.sum(valid, dtype=jnp.int32)
+    loss = 0.0 - ctc.ctc_log_likelihood(log_probs, n, symbols, m, blank)  # -log 1 is +0.0
     if normalize == "target":
         loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
     loss = jnp.where(jnp.any(valid), loss, 0.0)  # no frame: 0.0, not -log(1) = -0.0
