@@ -167,11 +167,12 @@ def _switched_losses_jvp(values, with_gradients, n_rows, primals, tangents):
     index, operands = primals
     value, gradients = lax.switch(index, with_gradients, operands)
 
-    def dot(g, t):
-        return jnp.sum((g * t.astype(g.dtype)).reshape(g.shape[0], -1), axis=1)
+    def dot(g, t):  # in the losses' dtype: a bfloat16 row's T x C products summed in float32
+        product = g.astype(value.dtype) * t.astype(value.dtype)
+        return jnp.sum(product.reshape(g.shape[0], -1), axis=1)
 
     pairs = zip(gradients, tangents[1][:n_rows], strict=True)
-    return value, sum(dot(g, t) for g, t in pairs).astype(value.dtype)
+    return value, sum(dot(g, t) for g, t in pairs)
 
 
 def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:
