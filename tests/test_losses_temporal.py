@@ -315,3 +315,24 @@ def test_labels_outside_the_classes_raise_or_give_nan(name):
         grads = np.asarray(grad(logits, labels))
         assert np.all(np.isfinite(grads)), pad
         assert np.all(grads[1:] == 0.0), pad
+
+
+@pytest.mark.parametrize("name", sorted(_LABELLED_LOSSES))
+def test_a_class_ruled_out_by_minus_inf_logits_is_as_if_it_were_not_there(name):
+    """Masking a class with -inf logits on every frame (it is never a label) gives the loss
+    without that class (smoothing_loss: its 0 terms still count in the mean over classes),
+    a finite gradient, and none to the -inf logits."""
+    loss = _LABELLED_LOSSES[name]
+    logits, labels, lengths = _padded_batch(0)
+    labels = np.where(labels == 3, 1, labels)
+    mask = np.arange(16) < lengths[:, None]
+    ruled_out = logits.copy()
+    ruled_out[..., 3] = -np.inf
+    got = np.asarray(jax.jit(lambda x: loss(x, labels, mask=mask))(ruled_out))
+    want = np.asarray(loss(logits[..., :3], labels, mask=mask))
+    want = want * 3 / 4 if name == "smoothing_loss" else want
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    grads = jax.jit(jax.grad(lambda x: jnp.sum(loss(x, labels, mask=mask))))(ruled_out)
+    grads = np.asarray(grads)
+    assert np.all(np.isfinite(grads)) and np.all(grads[..., 3] == 0.0)
+    assert np.all(grads[~mask] == 0.0)
