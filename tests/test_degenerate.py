@@ -229,12 +229,15 @@ def test_highlight_hit_with_every_valid_score_minus_infinity_reads_a_valid_clip(
         ("soft_dice_loss", {"smooth": -1.0}),
         ("soft_jaccard_loss", {"smooth": -1.0}),
         ("tversky_loss", {"smooth": -1.0}),
+        ("tversky_loss", {"alpha": -1.0}),
+        ("tversky_loss", {"beta": -0.5}),
         ("generalized_dice_loss", {"smooth": -1.0}),
         ("smoothing_loss", {"threshold": -1.0}),
     ],
 )
 def test_negative_loss_constants_are_refused(name, option):
-    """A negative ``smooth`` gave a Dice loss of 1.34; a negative ``threshold`` acted as +1."""
+    """A negative ``smooth`` gave a Dice loss of 1.34; a negative ``threshold`` acted as +1; a
+    negative Tversky ``alpha`` a loss of 2.4."""
     (key,) = option
     with pytest.raises(ValueError, match=f"{key} must be"):
         getattr(L, name)(jnp.zeros((1, 4, 3)), jnp.zeros((1, 4), jnp.int32), **option)

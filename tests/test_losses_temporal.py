@@ -30,6 +30,33 @@ def test_smoothing_matches_ms_tcn_formula_and_ignores_masked_frames():
     assert np.all(np.isfinite(grads)) and np.all(grads[~masks] == 0.0)
 
 
+def test_smoothing_with_classes_ruled_out_by_minus_inf_logits_is_finite():
+    """-inf logits (a class masked out at some frames): a class ruled out on both frames of a
+    pair adds 0, on one of them the truncated tau^2; the value and gradient stay finite."""
+    rng = np.random.default_rng(5)
+    logits = rng.normal(0, 2, (2, 9, 4)).astype(np.float32)
+    logits[0, 2:6, 1] = -np.inf  # ruled out on frames 2..5: pairs (1,2) and (5,6) one-sided
+    logits[0, 7, 3] = -np.inf
+    logits[1, :, 2] = -np.inf  # ruled out everywhere
+    mask = np.ones((2, 9), bool)
+    mask[0, 4] = False  # a masked frame inside the ruled-out run
+    got = jax.jit(lambda x: losses.smoothing_loss(x, mask=mask, threshold=2.0))(logits)
+    log_probs = np.log(softmax(logits[0][mask[0]]))  # -inf where ruled out
+    ruled_out = np.isneginf(log_probs)
+    both, one_side = ruled_out[1:] & ruled_out[:-1], ruled_out[1:] ^ ruled_out[:-1]
+    with np.errstate(invalid="ignore"):
+        squared = np.minimum((log_probs[1:] - log_probs[:-1]) ** 2, 4.0)
+    squared = np.where(one_side, 4.0, np.where(both, 0.0, squared))
+    np.testing.assert_allclose(float(got[0]), squared.mean(), rtol=1e-5)
+    # Ruled out everywhere: the other classes' terms, as if the class were not there.
+    without = float(losses.smoothing_loss(np.delete(logits[1], 2, axis=-1), threshold=2.0))
+    np.testing.assert_allclose(float(got[1]), without * 3 / 4, rtol=1e-5)
+    grads = jax.jit(jax.grad(lambda x: jnp.sum(losses.smoothing_loss(x, mask=mask))))(logits)
+    grads = np.asarray(grads)
+    assert np.all(np.isfinite(grads))
+    assert np.all(grads[np.isneginf(logits)] == 0.0) and np.all(grads[~mask] == 0.0)
+
+
 def test_segment_start_penalty_counts_predicted_segments_on_one_hot_inputs():
     rng = np.random.default_rng(1)
     labels = np.repeat(rng.integers(0, 4, (16, 10)), 3, axis=1)
@@ -97,6 +124,27 @@ def _random_lattices(rng, size, frames, capacity, classes):
     return np.asarray(jax.nn.log_softmax(logits)), n_frames, transcripts, n_labels
 
 
+def test_ctc_transcript_loss_of_a_certain_or_impossible_transcript():
+    """A transcript of probability 1 costs +0.0 (not -log 1 = -0.0); one that -inf logits
+    rule out costs about 1e30 / M, finite, with a finite gradient."""
+    labels = np.array([[0, 0, 0, 0], [1, 1, 0, 2]])
+    certain = jax.jit(
+        lambda x, y: losses.ctc_transcript_loss(x, y, background=(0,), normalize="none")
+    )(np.zeros((2, 4, 1), np.float32), np.zeros_like(labels))
+    assert not np.any(np.signbit(np.asarray(certain))) and np.all(np.asarray(certain) == 0.0)
+    logits = np.random.default_rng(6).normal(0, 1, (2, 4, 3)).astype(np.float32)
+    logits[1, :, 2] = -np.inf  # label 2 can never be emitted: transcript [1, 2] is impossible
+    for background in ((), (0,)):
+
+        def loss(x, background=background):
+            return losses.ctc_transcript_loss(x, labels, background=background)
+
+        values = np.asarray(jax.jit(loss)(logits))
+        grads = np.asarray(jax.jit(jax.grad(lambda x: jnp.sum(loss(x))))(logits))
+        assert np.isfinite(values[1]) and values[1] > 1e20 and values[0] < 1e3
+        assert np.all(np.isfinite(grads))
+
+
 def test_ctc_log_likelihood_equals_optax_ctc_loss():
     import optax
 
@@ -160,6 +208,22 @@ def test_interval_losses_match_the_formulas_and_have_gradients_when_disjoint():
     assert np.all(np.asarray(masked)[~mask] == 0.0)
     with pytest.raises(ValueError, match="targets"):
         losses.temporal_iou_loss(targets[:, :1], preds[:, :1])
+
+
+# (The GIoU loss's hull term already gave these cases their gradient.)
+@pytest.mark.parametrize("name", ["temporal_iou_loss", "temporal_diou_loss"])
+def test_interval_losses_grow_a_prediction_shrunk_to_a_point_or_touching(name):
+    """Overlap exactly 0 (a zero-length prediction inside its target, as ReLU'd offsets
+    give; a prediction touching its target): the gradient is the limit of the gradients at
+    a small positive overlap, not relu's 0 at 0, which would leave the prediction stuck."""
+    fn = getattr(losses, name)
+    grad = jax.jit(jax.grad(lambda p, t: jnp.sum(fn(t, p))))
+    targets = np.array([[0.0, 4.0], [0.0, 4.0], [0.0, 1.0]], np.float32)
+    at_zero = np.array([[2.0, 2.0], [1.0, 1.0], [1.0, 2.0]], np.float32)
+    grown = at_zero + np.array([[-1e-3, 1e-3], [-1e-3, 1e-3], [-1e-3, 0.0]], np.float32)
+    got, want = np.asarray(grad(at_zero, targets)), np.asarray(grad(grown, targets))
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+    assert np.all(got[:, 0] > 0)  # the start moves back: the overlap grows
 
 
 def test_interval_losses_are_symmetric_so_the_old_argument_order_still_holds():
@@ -251,3 +315,24 @@ def test_labels_outside_the_classes_raise_or_give_nan(name):
         grads = np.asarray(grad(logits, labels))
         assert np.all(np.isfinite(grads)), pad
         assert np.all(grads[1:] == 0.0), pad
+
+
+@pytest.mark.parametrize("name", sorted(_LABELLED_LOSSES))
+def test_a_class_ruled_out_by_minus_inf_logits_is_as_if_it_were_not_there(name):
+    """Masking a class with -inf logits on every frame (it is never a label) gives the loss
+    without that class (smoothing_loss: its 0 terms still count in the mean over classes),
+    a finite gradient, and none to the -inf logits."""
+    loss = _LABELLED_LOSSES[name]
+    logits, labels, lengths = _padded_batch(0)
+    labels = np.where(labels == 3, 1, labels)
+    mask = np.arange(16) < lengths[:, None]
+    ruled_out = logits.copy()
+    ruled_out[..., 3] = -np.inf
+    got = np.asarray(jax.jit(lambda x: loss(x, labels, mask=mask))(ruled_out))
+    want = np.asarray(loss(logits[..., :3], labels, mask=mask))
+    want = want * 3 / 4 if name == "smoothing_loss" else want
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    grads = jax.jit(jax.grad(lambda x: jnp.sum(loss(x, labels, mask=mask))))(ruled_out)
+    grads = np.asarray(grads)
+    assert np.all(np.isfinite(grads)) and np.all(grads[..., 3] == 0.0)
+    assert np.all(grads[~mask] == 0.0)

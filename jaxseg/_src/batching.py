@@ -97,8 +97,8 @@ def rows_at_once(fn: Callable) -> Callable:
     ``fn`` must treat its rows independently and map operands ``[N, ...]`` (arrays or None,
     the same N) to outputs ``[N, ...]``. The result has no derivative of its own
     (``jax.custom_batching.custom_vmap``): use it where nothing is differentiated through
-    it (integer statistics, values under ``stop_gradient``, the body of a ``custom_vjp``
-    that computes its gradients itself).
+    it in reverse mode (integer statistics, values under ``stop_gradient``, the rule of a
+    ``custom_jvp`` that computes its gradients itself); forward mode passes through it.
 
     >>> largest = rows_at_once(lambda x: jnp.broadcast_to(jnp.max(x), x.shape[:1]))
     >>> jax.vmap(largest)(jnp.array([[1, 2], [3, 4]])).tolist()
@@ -111,6 +111,12 @@ def rows_at_once(fn: Callable) -> Callable:
 
     @at_once.def_vmap
     def _(axis_size, in_batched, *operands):
+        if not any(jax.tree_util.tree_leaves(in_batched)):
+            # Only what the vmap does not see is batched (jax.jacfwd's tangents, whose
+            # rule JAX vmaps over this one): calling ``at_once`` here would meet the same
+            # rule again, with operands ``axis_size`` times larger, without end.
+            out = fn(*operands)
+            return out, jax.tree_util.tree_map(lambda _: False, out)
         rows = next(x.shape[int(b)] for x, b in zip(operands, in_batched) if x is not None)
 
         def join(x, batched):

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from jaxseg._src.batching import largest, rows_at_once
@@ -133,7 +132,7 @@ def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, bytes_p
       bytes_per_sequence: ``bytes_per_sequence(c)``, the scratch memory of one sequence.
 
     Returns:
-      ``[B]`` losses; first-order reverse mode only when ``capacity`` is ``None``.
+      ``[B]`` losses, with derivatives in any mode and order (those of ``one``).
     """
     operands, n_rows = (*rows, *others), len(rows)
     if capacity is not None:
@@ -151,36 +150,29 @@ def sequence_loss(one: Callable, capacity, rows, others, *, count_bound, bytes_p
     return _switched_losses(branches(False), branches(True), n_rows, index, operands)
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0, 1, 2))
 def _switched_losses(values, with_gradients, n_rows, index, operands):
     del with_gradients, n_rows
     return lax.switch(index, values, operands)
 
 
-def _switched_losses_fwd(values, with_gradients, n_rows, index, operands):
+@_switched_losses.defjvp
+def _switched_losses_jvp(values, with_gradients, n_rows, primals, tangents):
+    """The losses ``[B]`` and their derivatives along the tangents of the ``n_rows``
+    differentiable operands: each sequence's gradient, from the rung that runs, dotted with
+    its tangent. Linear in the tangents, so reverse mode transposes it into the gradients
+    times the cotangents (no residuals of the other rungs), and forward mode and higher
+    derivatives differentiate the rung's own gradient."""
     del values
+    index, operands = primals
     value, gradients = lax.switch(index, with_gradients, operands)
-    return value, (gradients, operands[n_rows:])
 
+    def dot(g, t):  # in the losses' dtype: a bfloat16 row's T x C products summed in float32
+        product = g.astype(value.dtype) * t.astype(value.dtype)
+        return jnp.sum(product.reshape(g.shape[0], -1), axis=1)
 
-def _switched_losses_bwd(values, with_gradients, n_rows, residuals, cotangent):
-    del values, with_gradients, n_rows
-    gradients, others = residuals
-
-    def scale(g):
-        return g * jnp.reshape(cotangent, cotangent.shape + (1,) * (g.ndim - 1)).astype(g.dtype)
-
-    zeros = tuple(_zero_cotangent(x) for x in others)
-    return None, (*(scale(g) for g in gradients), *zeros)
-
-
-def _zero_cotangent(x):
-    if jnp.issubdtype(x.dtype, jnp.inexact):
-        return jnp.zeros_like(x)
-    return np.zeros(x.shape, jax.dtypes.float0)
-
-
-_switched_losses.defvjp(_switched_losses_fwd, _switched_losses_bwd)
+    pairs = zip(gradients, tangents[1][:n_rows], strict=True)
+    return value, sum(dot(g, t) for g, t in pairs)
 
 
 def run_count_bound(labels, mask, background: tuple[int, ...]) -> jax.Array:

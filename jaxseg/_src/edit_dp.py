@@ -12,12 +12,13 @@ finite (out-of-grid predecessors are ``BIG``, never ``inf``, because ``0 * inf``
 gradients).
 
 The grid is swept one anti-diagonal ``d = i + j`` at a time: ``N + M`` sequential steps, each a
-vector operation along the shorter axis. The soft value has a ``custom_vjp`` whose backward pass
-is the expected-alignment recursion (Mensch & Blondel, 2018): the forward pass stores the three
-softmin probabilities of every cell, so the backward loop only multiplies and adds; it also
-returns the exact derivative with respect to γ, so γ can be a traced (annealed) value. The
-same forward without ``custom_vjp`` (``backward="autodiff"``) is kept as a test oracle and for
-higher-order or forward-mode derivatives.
+vector operation along the shorter axis. The soft value's derivative (a ``custom_jvp``) comes
+from the expected-alignment recursion (Mensch & Blondel, 2018), run backward over the grid:
+the forward pass stores the three softmin probabilities of every cell, so the backward loop
+only multiplies and adds; it also gives the exact derivative with respect to γ, so γ can be a
+traced (annealed) value. The derivative is that gradient dotted with the tangents, so reverse
+mode, forward mode and higher derivatives (which differentiate the recursion) all work. The
+same forward without it (``backward="autodiff"``) is kept as a test oracle.
 
 Each anti-diagonal gathers its costs as it goes, so no ``N x M`` array of costs is formed when
 they come from a table (:func:`soft_edit_dp_by_label`). The custom backward pass needs the
@@ -310,22 +311,34 @@ def _expected_alignment(layout: _Layout, labels, n: int, m: int, target, at_row)
     return lambda carry, inputs: lax.scan(step, carry, inputs, reverse=True)[0]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+@functools.partial(jax.custom_jvp, nondiff_argnums=(0,))
 def _soft_dp_custom(layout, row_costs, column_costs, table, labels, len_a, len_b, gamma):
     costs = (row_costs, column_costs, table, labels)
     return _soft_forward(layout, costs, len_a, len_b, gamma, keep=False)[0]
 
 
-def _soft_dp_custom_fwd(layout, row_costs, column_costs, table, labels, len_a, len_b, gamma):
+@_soft_dp_custom.defjvp
+def _soft_dp_custom_jvp(layout, primals, tangents):
+    """The value and its derivative along ``tangents``: the gradient of the expected-alignment
+    recursion (:func:`_alignment_gradients`) dotted with the cost and γ tangents.
+
+    Linear in the tangents, so reverse mode transposes it into the gradient times the
+    cotangent, forward mode (``jax.jvp``, ``jax.jacfwd``) runs it as it is, and higher
+    derivatives differentiate the recursion itself.
+    """
+    row_costs, column_costs, table, labels, len_a, len_b, gamma = primals
     costs = (row_costs, column_costs, table, labels)
     value, kept = _soft_forward(layout, costs, len_a, len_b, gamma, keep=True)
-    return value, (costs, len_a, len_b, gamma, kept)
+    gradients = _alignment_gradients(layout, costs, len_a, len_b, gamma, kept)
+    d_rows, d_columns, d_table, _, _, _, d_gamma = tangents
+    pairs = zip(gradients, (d_rows, d_columns, d_table, d_gamma), strict=True)
+    return value, sum(jnp.sum(g * t.astype(g.dtype)) for g, t in pairs)
 
 
-def _soft_dp_custom_bwd(layout, residuals, cotangent):
-    """The expected-alignment recursion over the kept weights, or block by block (last block
-    first) over weights recomputed from the diagonals kept before each block."""
-    costs, len_a, len_b, gamma, kept = residuals
+def _alignment_gradients(layout, costs, len_a, len_b, gamma, kept):
+    """The gradients of ``R[len_a, len_b]`` with respect to the row costs, column costs,
+    table and γ: the expected-alignment recursion over the kept weights, or block by block
+    (last block first) over weights recomputed from the diagonals kept before each block."""
     row_costs, column_costs, table, labels = costs
     n, m, dtype = row_costs.shape[0], column_costs.shape[0], row_costs.dtype
     target, at_row = len_a + len_b, _target_row(n, len_a)
@@ -346,11 +359,7 @@ def _soft_dp_custom_bwd(layout, residuals, cotangent):
             return backward(carry, (block_diagonals, weights)), None
 
         (_, _, sums), _ = lax.scan(block, (zeros, zeros, sums), (diagonals, kept), reverse=True)
-    rows, columns, table_gradient, d_gamma = (x * cotangent for x in sums)
-    return rows[1:], columns, table_gradient, None, None, None, d_gamma
-
-
-_soft_dp_custom.defvjp(_soft_dp_custom_fwd, _soft_dp_custom_bwd)
+    return sums.rows[1:], sums.columns, sums.table, sums.gamma
 
 
 def _prefix_total(costs, length):
@@ -380,8 +389,8 @@ def soft_edit_dp_by_label(
       len_b: int scalar in ``[0, M]``, valid columns.
       gamma: float scalar ≥ 0, the temperature (traced: changing it does not recompile); 0 gives
         the hard minimum, with gradients split evenly between tied branches.
-      backward: ``"custom"`` (expected-alignment recursion, first order only) or
-        ``"autodiff"`` (JAX differentiates the forward scan; any order, forward mode too).
+      backward: ``"custom"`` (expected-alignment recursion) or ``"autodiff"`` (JAX
+        differentiates the forward scan); both in any mode and order.
 
     Returns:
       float scalar, float32 (or float64 for float64 costs): bf16/float16 costs are upcast,

@@ -157,14 +157,14 @@ def soft_edit_loss(
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
       max_segments: static capacity of label segments, a memory bound. ``None`` (default):
         per call, the smallest of a few static capacities (32, 256, 2048, ..., ``T``) holding
-        the batch's label segments, never truncating (``O(T^1.5)`` memory), with a first
-        reverse-mode derivative only; ``backward="autodiff"`` then runs every capacity.
+        the batch's label segments, never truncating (``O(T^1.5)`` memory);
+        ``backward="autodiff"`` then runs every capacity.
       stride: static int ≥ 1: the DP runs over windows of ``stride`` frames (that many times
         fewer sequential steps) with summed soft starts ``s_w = Σ_{t∈w} s_t``, ``U_w(c) =
         Σ_{t∈w} u_t(c)`` and match cost ``max(s_w, 1) − min(U_w(y_k), 1)``; exact (one-hot,
         γ → 0) when no window holds two starts of a side. Default 1 (the recursion above).
-      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``. Forward
-        mode (``jax.jvp``, ``jax.hessian``) needs ``"autodiff"`` and ``max_segments``.
+      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``; both
+        have forward-mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives.
       ignore_index: optional static int: frames of this label are removed like masked ones
         (PyTorch's -100). Another label outside ``[0, C)`` on a valid frame raises
         ``ValueError`` if the labels are concrete, else makes the loss NaN (zero gradient).
@@ -276,8 +276,8 @@ def soft_levenshtein(
       label_mask: optional bool ``[..., M]``, True = a valid target symbol.
       gamma: float scalar > 0, the temperature (a concrete value <= 0 raises ``ValueError``;
         it may be traced). Default 0.1.
-      backward: ``"custom"`` (expected-alignment backward pass, reverse mode only: ``jax.jvp``
-        and ``jax.jacfwd`` need ``"autodiff"``) or ``"autodiff"``.
+      backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``; both
+        have forward-mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives.
       ignore_index: optional static int: target symbols equal to it are removed like masked
         ones (PyTorch-style padding such as -100). Any other symbol outside ``[0, C)`` that
         is valid raises ``ValueError`` when the labels are concrete; traced, it makes that

@@ -217,8 +217,9 @@ def tversky_loss(
     Args:
       logits, labels, mask, smooth, classes, event_ndim, ignore_index: as in
         :func:`soft_jaccard_loss`.
-      alpha: float weight of false positives. Default 0.5.
-      beta: float weight of false negatives. Default 0.5.
+      alpha: float weight of false positives, ≥ 0 (a concrete negative value raises
+        ``ValueError``). Default 0.5.
+      beta: float weight of false negatives, ≥ 0 likewise. Default 0.5.
 
     Returns:
       float32 ``[...]`` in ``[0, 1]``; 0 for an example without valid positions.
@@ -232,6 +233,9 @@ def tversky_loss(
       fully convolutional deep networks, MLMI 2017.
     """
     checks.positive_if_static("smooth", smooth, or_zero=True)
+    # A negative weight rewards errors: the loss leaves [0, 1] (alpha = -1 gave 2.4).
+    checks.positive_if_static("alpha", alpha, or_zero=True)
+    checks.positive_if_static("beta", beta, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)

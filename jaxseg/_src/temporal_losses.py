@@ -39,7 +39,10 @@ def smoothing_loss(
     a masked gap are adjacent); ``sg`` stops the gradient, as in MS-TCN.
 
     Args:
-      logits: float ``[..., T, C]`` unnormalised scores.
+      logits: float ``[..., T, C]`` unnormalised scores. A logit of ``-inf`` rules its class
+        out at that frame (probability 0): a pair of frames adds 0 for a class ruled out on
+        both and ``τ²`` (no gradient) for one ruled out on one only, where the formula would
+        give NaN. A valid frame needs a finite logit.
       labels: integer ``[..., T]`` or ``None``; used only to find ``ignore_index`` frames.
       mask: optional bool ``[..., T]``, True = valid frame.
       ignore_index: optional static int: frames whose label equals it are removed like masked
@@ -72,17 +75,27 @@ def smoothing_loss(
     mask = jnp.ones(logits.shape[:-1], jnp.bool_) if mask is None else mask
     logits = zero_where_masked(logits, mask)
 
-    def one(x, valid):
-        dtype = compute_dtype(x)
-        log_probs = jax.nn.log_softmax(x.astype(dtype), axis=-1)
-        log_probs, n = compact_frames(log_probs, valid)
-        difference = log_probs[1:] - jax.lax.stop_gradient(log_probs[:-1])
-        squared = jnp.minimum(difference * difference, threshold * threshold)
-        pair_valid = (jnp.arange(1, x.shape[0], dtype=jnp.int32) < n)[:, None]
-        total = jnp.sum(jnp.where(pair_valid, squared, 0.0))
-        return safe_divide(total, (jnp.maximum(n - 1, 0) * x.shape[-1]).astype(dtype))
+    return lift(functools.partial(_smoothing_one, threshold=threshold), (logits, mask), (2, 1))
 
-    return lift(one, (logits, mask), (2, 1))
+
+def _smoothing_one(x, valid, *, threshold):
+    """:func:`smoothing_loss` of one sequence ``x [T, C]`` with valid frames ``valid [T]``."""
+    dtype = compute_dtype(x)
+    log_probs, n = compact_frames(jax.nn.log_softmax(x.astype(dtype), axis=-1), valid)
+    # A class whose logit is -inf (ruled out, as masking classes by -inf logits does) has
+    # log-probability -inf, and -inf - (-inf) is NaN. Its probability stays 0 where it is
+    # ruled out on both frames (no change: 0), and changes infinitely in log where on one
+    # only (truncated: τ², with no gradient, as any truncated pair); the gradient never
+    # reads the infinity (the double ``where``).
+    impossible = jnp.isneginf(log_probs)
+    log_probs = jnp.where(impossible, 0.0, log_probs)
+    difference = log_probs[1:] - jax.lax.stop_gradient(log_probs[:-1])
+    squared = jnp.minimum(difference * difference, threshold * threshold)
+    both, one_side = impossible[1:] & impossible[:-1], impossible[1:] ^ impossible[:-1]
+    squared = jnp.where(one_side, threshold * threshold, jnp.where(both, 0.0, squared))
+    pair_valid = (jnp.arange(1, x.shape[0], dtype=jnp.int32) < n)[:, None]
+    total = jnp.sum(jnp.where(pair_valid, squared, 0.0))
+    return safe_divide(total, (jnp.maximum(n - 1, 0) * x.shape[-1]).astype(dtype))
 
 
 @one_program(host_check=labels_within_classes())
@@ -165,9 +178,7 @@ def ctc_transcript_loss(
       background: static tuple with at most one label (the blank).
       normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
       max_segments: static transcript capacity, a memory bound (``None``: chosen per call
-        among a few static sizes by the batch's longest transcript; never truncates, and the
-        loss then has a first derivative in reverse mode only, ``jax.grad``: give
-        ``max_segments`` for ``jax.jvp``, ``jax.jacfwd`` or second derivatives).
+        among a few static sizes by the batch's longest transcript; never truncates).
       ignore_index: optional static int: frames whose label equals it are removed like
         masked ones (PyTorch-style padding such as -100). Any other label outside ``[0, C)``
         on a valid frame raises ``ValueError`` when the labels are concrete; traced, it makes
@@ -175,7 +186,9 @@ def ctc_transcript_loss(
 
     Returns:
       float32 ``[...]``, ≥ 0 and finite (the labels themselves are a labelling of the
-      transcript); NaN where the transcript overflows ``max_segments`` or a valid label lies
+      transcript), with a finite gradient; about ``1e30 / M`` (``M`` segments,
+      ``normalize="target"``) where ``-inf`` logits rule out every labelling of the
+      transcript; NaN where the transcript overflows ``max_segments`` or a valid label lies
       outside ``[0, C)``.
 
     >>> logits = 3.0 * jax.nn.one_hot(jnp.array([1, 1, 0, 2]), 3)
@@ -254,7 +267,8 @@ def _ctc_one(capacity, log_probs, transcript, valid, *, normalize, blank):
     count = jnp.sum(transcript >= 0, dtype=jnp.int32)
     m = jnp.minimum(count, capacity)
     symbols = jnp.maximum(transcript[:capacity], 0)
-    loss = -ctc.ctc_log_likelihood(log_probs, jnp.sum(valid, dtype=jnp.int32), symbols, m, blank)
+    n = jnp.sum(valid, dtype=jnp.int32)
+    loss = 0.0 - ctc.ctc_log_likelihood(log_probs, n, symbols, m, blank)  # -log 1 is +0.0
     if normalize == "target":
         loss = loss / jnp.maximum(m, 1).astype(loss.dtype)
     loss = jnp.where(jnp.any(valid), loss, 0.0)  # no frame: 0.0, not -log(1) = -0.0
@@ -278,7 +292,11 @@ def _interval_terms(targets, predictions):
     """IoU, the hull length and the union length of two ``[..., 2]`` interval arrays."""
     ts, te = targets[..., 0], targets[..., 1]
     ps, pe = predictions[..., 0], predictions[..., 1]
-    inter = jax.nn.relu(jnp.minimum(pe, te) - jnp.maximum(ps, ts))
+    overlap = jnp.minimum(pe, te) - jnp.maximum(ps, ts)
+    # Clamped at 0 with the gradient passing at 0 itself (as PyTorch's clamp(min=0) in
+    # ActionFormer's losses): a prediction shrunk to a point inside its target, or touching
+    # it, is pushed to grow into it; relu's zero gradient there would leave it stuck.
+    inter = jnp.where(overlap >= 0, overlap, 0.0)
     union = (pe - ps) + (te - ts) - inter
     hull = jnp.maximum(pe, te) - jnp.minimum(ps, ts)
     return safe_divide(inter, union), hull, union
@@ -294,7 +312,9 @@ def temporal_iou_loss(targets, predictions, *, mask=None) -> jax.Array:
 
     .. math:: 1 - \frac{|A \cap B|}{|A \cup B|}
 
-    Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there).
+    Its gradient is zero for disjoint intervals (use the GIoU or DIoU loss there); a
+    prediction of length 0 inside its target, or touching it, has the gradient that grows it
+    into the target.
 
     Args:
       targets: float ``[..., 2]`` target intervals ``(start, end)``.
