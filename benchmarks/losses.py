@@ -95,7 +95,7 @@ def loss_table():
     """name -> loss(logits, labels, mask) summed over the batch."""
     L = jaxseg.losses
     return {
-        "soft_edit_loss (K=64, custom vjp)": lambda x, y, m: L.soft_edit_loss(
+        "soft_edit_loss (K=64, backward=custom)": lambda x, y, m: L.soft_edit_loss(
             x, y, mask=m, background=(0,), max_segments=MAX_SEGMENTS
         ),
         "soft_edit_loss (K=64, autodiff)": lambda x, y, m: L.soft_edit_loss(
