@@ -41,10 +41,10 @@ def test_smoothing_with_classes_ruled_out_by_minus_inf_logits_is_finite():
     mask = np.ones((2, 9), bool)
     mask[0, 4] = False  # a masked frame inside the ruled-out run
     got = jax.jit(lambda x: losses.smoothing_loss(x, mask=mask, threshold=2.0))(logits)
-    log_probs = np.log(softmax(logits[0][mask[0]]))  # -inf where ruled out
-    ruled_out = np.isneginf(log_probs)
-    both, one_side = ruled_out[1:] & ruled_out[:-1], ruled_out[1:] ^ ruled_out[:-1]
-    with np.errstate(invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf where ruled out
+        log_probs = np.log(softmax(logits[0][mask[0]]))
+        ruled_out = np.isneginf(log_probs)
+        both, one_side = ruled_out[1:] & ruled_out[:-1], ruled_out[1:] ^ ruled_out[:-1]
         squared = np.minimum((log_probs[1:] - log_probs[:-1]) ** 2, 4.0)
     squared = np.where(one_side, 4.0, np.where(both, 0.0, squared))
     np.testing.assert_allclose(float(got[0]), squared.mean(), rtol=1e-5)
