@@ -403,3 +403,24 @@ def test_sharded_updates_equal_one_device():
     script = pathlib.Path(__file__).with_name("_sharded_grounding_check.py")
     # 4 x (jit and shard_map on Auto, jit on Explicit)
     assert_passed(run_checks(script, "auto", "explicit"), checks=12)
+
+
+@pytest.mark.parametrize("dtype, min_score", [(np.uint8, 256), (np.int8, 200), (np.uint8, 255)])
+def test_highlight_min_score_is_compared_without_wrapping_into_the_labels_dtype(dtype, min_score):
+    """A clip is positive when its saliency is at least ``min_score``, whatever the dtype of
+    the saliency: with uint8 saliency and ``min_score=256`` (or int8 and 200) the threshold
+    wrapped into the dtype (0, -56) and every clip was positive (HL-mAP and Hit@1 1.0)."""
+    rng = np.random.default_rng(0)
+    saliency = rng.integers(0, 5, (12, 2))
+    saliency[[1, 7]] = np.iinfo(dtype).max  # the largest saliency the dtype holds
+    scores = np.round(rng.random(12), 1).astype(np.float32)
+    positive = saliency >= min_score  # exact: Python ints
+    want_ap = [ref.highlight_ap(positive[:, a].tolist(), scores.tolist()) for a in range(2)]
+    want_hit = ref.highlight_hit(positive.any(axis=1).tolist(), scores.tolist())
+    labels = saliency.astype(dtype)
+    ap = M.highlight_average_precision(labels, scores, min_score=min_score)
+    np.testing.assert_allclose(ap, want_ap, rtol=1e-6)
+    assert float(M.highlight_hit_at_1(labels, scores, min_score=min_score)) == want_hit
+    acc = streaming.highlight(min_scores=(min_score,), num_annotators=2)
+    result = acc.compute(acc.update(acc.init(), labels[None], scores[None]))
+    np.testing.assert_allclose(result["ap"][0], want_ap, rtol=1e-6)

@@ -164,6 +164,16 @@ def in_label_range(labels, upper: int) -> jnp.ndarray:
     return inside
 
 
+def at_least(labels, value: int) -> jnp.ndarray:
+    """bool ``labels.shape``: ``labels >= value`` for a static int ``value``, compared without
+    wrapping ``value`` into the labels' dtype (``uint8 >= 256`` would compare with 0)."""
+    labels = jnp.asarray(labels)
+    info = jnp.iinfo(labels.dtype)
+    if value > info.max:
+        return jnp.zeros(labels.shape, bool)
+    return labels >= jnp.asarray(max(value, info.min), labels.dtype)
+
+
 def static_ignore_index(value) -> int | None:
     """Returns ``ignore_index`` as a static Python int (any sign, e.g. -100 or 255) or None."""
     if value is None:
