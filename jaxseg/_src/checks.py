@@ -146,10 +146,11 @@ def _common_label_dtype(a, b):
         return jnp.uint32 if both.itemsize == 4 else jnp.int32
     if both.kind in "iu" and jax.dtypes.canonicalize_dtype(both) == both:
         return both
+    # uint64 with a signed dtype has no such dtype even with jax_enable_x64 (no int128)
+    why = "no int128" if jax.config.jax_enable_x64 else "without jax_enable_x64 JAX has no int64"
     raise TypeError(
         f"targets ({a}) and predictions ({b}) have no common integer dtype that holds both "
-        "exactly (without jax_enable_x64 JAX has no int64); give both the same dtype, e.g. "
-        "int32."
+        f"exactly ({why}); give both the same dtype, e.g. int32."
     )
 
 
