@@ -281,6 +281,20 @@ def test_bad_arguments_name_themselves():
         M.highlight_hit_at_1(jnp.zeros((3, 2)), jnp.zeros(3))
 
 
+def test_threshold_errors_name_the_argument_given():
+    """A bad ``map_thresholds`` was reported as ``iou_thresholds``, and thresholds traced by
+    ``jax.jit(metric)(..., iou_thresholds=...)`` raised JAX's ConcretizationTypeError from a
+    ``float()`` inside jaxseg instead of saying the argument must be static."""
+    with pytest.raises(ValueError, match=r"^map_thresholds must be"):
+        streaming.grounding(map_thresholds=(0.5, 1.5))
+    gt, pred = jnp.zeros((2, 2)), jnp.zeros((3, 2))
+    with pytest.raises(TypeError, match=r"^iou_thresholds must hold static Python floats"):
+        jax.jit(M.grounding_recall)(gt, pred, iou_thresholds=(0.5,))
+    labels = jnp.zeros((1, 4), jnp.int32)
+    with pytest.raises(TypeError, match=r"^iou_thresholds must hold static Python floats"):
+        jax.jit(M.segmental_f1)(labels, labels, iou_thresholds=(0.5,))
+
+
 # ---------------------------------------------------------------------------------------------
 # Streaming: exact, batch-split invariant
 # ---------------------------------------------------------------------------------------------

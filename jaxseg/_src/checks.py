@@ -264,6 +264,17 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     return int(value)
 
 
+def static_float(name: str, value) -> float:
+    """``value`` as a Python float; a traced one (a static option passed to a function under
+    ``jax.jit`` as a traced argument) raises ``TypeError`` naming ``name``."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(
+            f"{name} must hold static Python floats, got a traced value {value}; under "
+            "jax.jit, bind it with functools.partial or static_argnames."
+        )
+    return float(value)
+
+
 def static_positive_ints(name: str, values) -> tuple[int, ...]:
     """``values`` (an int or a sequence of ints) as a non-empty tuple of positive Python ints,
     in the given order."""
@@ -322,7 +333,7 @@ def static_thresholds(
         )
     out = []
     for v in values:
-        v = float(v)
+        v = static_float(name, v)
         if not 0.0 < v <= 1.0:
             raise ValueError(f"{name} must lie in (0, 1], got {v!r}.")
         frac = simple_fraction(v, max_denominator)

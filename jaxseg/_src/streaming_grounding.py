@@ -91,7 +91,7 @@ def grounding(
     ks = checks.static_positive_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
-    map_thresholds = static_iou_thresholds(map_thresholds)
+    map_thresholds = static_iou_thresholds(map_thresholds, "map_thresholds")
     shapes = ((), (len(thresholds), len(ks)), (), (), (len(map_thresholds),))
 
     def init():
