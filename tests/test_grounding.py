@@ -438,3 +438,11 @@ def test_highlight_min_score_is_compared_without_wrapping_into_the_labels_dtype(
     acc = streaming.highlight(min_scores=(min_score,), num_annotators=2)
     result = acc.compute(acc.update(acc.init(), labels[None], scores[None]))
     np.testing.assert_allclose(result["ap"][0], want_ap, rtol=1e-6)
+
+
+def test_streaming_highlight_names_a_wrong_number_of_annotators():
+    """Saliency of 2 annotators given to an accumulator of 3 (QVHighlights' default) raised
+    ``TypeError: cannot reshape array of shape (1, 1, 2)`` from inside the update."""
+    acc = streaming.highlight(min_scores=(2,), num_annotators=3)
+    with pytest.raises(ValueError, match=r"targets must have shape \[\.\.\., N, num_annotators\]"):
+        acc.update(acc.init(), np.full((1, 4, 2), 3, np.int32), np.zeros((1, 4), np.float32))

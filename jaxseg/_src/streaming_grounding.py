@@ -170,6 +170,12 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
         return HighlightState(*(counting.zeros(s) for s in shapes))
 
     def update(state, targets, predictions, *, mask=None):
+        annotators = jnp.shape(targets)[-1] if jnp.ndim(targets) else None
+        if annotators != num_annotators:
+            raise ValueError(
+                f"targets must have shape [..., N, num_annotators] = [..., N, {num_annotators}], "
+                f"got {jnp.shape(targets)}."
+            )
         hits, aps = [], []
         for m in min_scores:
             hits.append(
