@@ -144,3 +144,34 @@ def test_a_batch_of_no_maps_gives_no_values():
     assert M.pixel_accuracy(maps, maps, num_classes=3).shape == (0,)
     scores = jax.jit(functools.partial(M.iou, num_classes=3))(maps, maps)
     assert scores.per_class.shape == (0, 3) and scores.mean.shape == (0,)
+
+
+@pytest.mark.parametrize(
+    "dtype, ignore_index, other",
+    [(np.int8, 255, -1), (np.uint8, 511, 255), (np.uint8, -1, 255), (np.int8, -1, 100)],
+)
+def test_ignore_index_is_compared_without_wrapping_into_the_labels_dtype(
+    dtype, ignore_index, other
+):
+    """``ignore_index`` removes the pixels whose target equals it, and no other: 255 with
+    int8 labels (mmsegmentation's default) removed the pixels labelled -1 (255 wrapped onto
+    int8), and 511 removed a uint8 label 255; a negative one was refused. The numbers equal
+    mmsegmentation's on the same labels as int64, where nothing wraps."""
+    from jaxseg import streaming
+
+    rng = np.random.default_rng(0)
+    target = rng.integers(0, 3, (2, 6, 6))
+    target[rng.random(target.shape) < 0.3] = other  # not a class, and not ignore_index
+    if np.iinfo(dtype).min <= ignore_index <= np.iinfo(dtype).max:
+        target[rng.random(target.shape) < 0.2] = ignore_index
+    pred = rng.integers(0, 3, target.shape)
+    inter, area_pred, area_label = _mmseg_intersect_and_union(target, pred, 3, ignore_index)
+    want_iou = inter / (area_pred + area_label - inter)
+    want_accuracy = inter.sum() / area_label.sum()
+    labels = target.astype(dtype), pred.astype(dtype)
+    kw = dict(num_classes=3, ignore_index=ignore_index, spatial_ndim=3)
+    np.testing.assert_allclose(M.iou(*labels, **kw).per_class, want_iou, rtol=1e-6)
+    assert float(M.pixel_accuracy(*labels, **kw)) == pytest.approx(want_accuracy, rel=1e-6)
+    acc = streaming.dense(num_classes=3, ignore_index=ignore_index)
+    result = acc.compute(acc.update(acc.init(), *labels))
+    np.testing.assert_allclose(result["iou"], want_iou, rtol=1e-6)

@@ -193,6 +193,9 @@ def test_labels_beyond_int32_are_never_truncated():
     with jax.enable_x64():
         assert float(M.accuracy(np.array([2**32 + 1]), np.array([1], np.int32))) == 0.0
         assert float(M.accuracy(jnp.array([2**32 + 1]), jnp.array([2**32 + 1]))) == 1.0
+        # uint64 against int64 is refused for lack of int128, not of x64 (which is on)
+        with pytest.raises(TypeError, match=r"uint64\) and predictions \(int64.*no int128"):
+            M.accuracy(np.array([2**63], np.uint64), np.array([-(2**40)], np.int64))
 
 
 def test_errors_name_the_argument():

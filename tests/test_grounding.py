@@ -281,6 +281,20 @@ def test_bad_arguments_name_themselves():
         M.highlight_hit_at_1(jnp.zeros((3, 2)), jnp.zeros(3))
 
 
+def test_threshold_errors_name_the_argument_given():
+    """A bad ``map_thresholds`` was reported as ``iou_thresholds``, and thresholds traced by
+    ``jax.jit(metric)(..., iou_thresholds=...)`` raised JAX's ConcretizationTypeError from a
+    ``float()`` inside jaxseg instead of saying the argument must be static."""
+    with pytest.raises(ValueError, match=r"^map_thresholds must be"):
+        streaming.grounding(map_thresholds=(0.5, 1.5))
+    gt, pred = jnp.zeros((2, 2)), jnp.zeros((3, 2))
+    with pytest.raises(TypeError, match=r"^iou_thresholds must hold static Python floats"):
+        jax.jit(M.grounding_recall)(gt, pred, iou_thresholds=(0.5,))
+    labels = jnp.zeros((1, 4), jnp.int32)
+    with pytest.raises(TypeError, match=r"^iou_thresholds must hold static Python floats"):
+        jax.jit(M.segmental_f1)(labels, labels, iou_thresholds=(0.5,))
+
+
 # ---------------------------------------------------------------------------------------------
 # Streaming: exact, batch-split invariant
 # ---------------------------------------------------------------------------------------------
@@ -403,3 +417,32 @@ def test_sharded_updates_equal_one_device():
     script = pathlib.Path(__file__).with_name("_sharded_grounding_check.py")
     # 4 x (jit and shard_map on Auto, jit on Explicit)
     assert_passed(run_checks(script, "auto", "explicit"), checks=12)
+
+
+@pytest.mark.parametrize("dtype, min_score", [(np.uint8, 256), (np.int8, 200), (np.uint8, 255)])
+def test_highlight_min_score_is_compared_without_wrapping_into_the_labels_dtype(dtype, min_score):
+    """A clip is positive when its saliency is at least ``min_score``, whatever the dtype of
+    the saliency: with uint8 saliency and ``min_score=256`` (or int8 and 200) the threshold
+    wrapped into the dtype (0, -56) and every clip was positive (HL-mAP and Hit@1 1.0)."""
+    rng = np.random.default_rng(0)
+    saliency = rng.integers(0, 5, (12, 2))
+    saliency[[1, 7]] = np.iinfo(dtype).max  # the largest saliency the dtype holds
+    scores = np.round(rng.random(12), 1).astype(np.float32)
+    positive = saliency >= min_score  # exact: Python ints
+    want_ap = [ref.highlight_ap(positive[:, a].tolist(), scores.tolist()) for a in range(2)]
+    want_hit = ref.highlight_hit(positive.any(axis=1).tolist(), scores.tolist())
+    labels = saliency.astype(dtype)
+    ap = M.highlight_average_precision(labels, scores, min_score=min_score)
+    np.testing.assert_allclose(ap, want_ap, rtol=1e-6)
+    assert float(M.highlight_hit_at_1(labels, scores, min_score=min_score)) == want_hit
+    acc = streaming.highlight(min_scores=(min_score,), num_annotators=2)
+    result = acc.compute(acc.update(acc.init(), labels[None], scores[None]))
+    np.testing.assert_allclose(result["ap"][0], want_ap, rtol=1e-6)
+
+
+def test_streaming_highlight_names_a_wrong_number_of_annotators():
+    """Saliency of 2 annotators given to an accumulator of 3 (QVHighlights' default) raised
+    ``TypeError: cannot reshape array of shape (1, 1, 2)`` from inside the update."""
+    acc = streaming.highlight(min_scores=(2,), num_annotators=3)
+    with pytest.raises(ValueError, match=r"targets must have shape \[\.\.\., N, num_annotators\]"):
+        acc.update(acc.init(), np.full((1, 4, 2), 3, np.int32), np.zeros((1, 4), np.float32))

@@ -146,10 +146,11 @@ def _common_label_dtype(a, b):
         return jnp.uint32 if both.itemsize == 4 else jnp.int32
     if both.kind in "iu" and jax.dtypes.canonicalize_dtype(both) == both:
         return both
+    # uint64 with a signed dtype has no such dtype even with jax_enable_x64 (no int128)
+    why = "no int128" if jax.config.jax_enable_x64 else "without jax_enable_x64 JAX has no int64"
     raise TypeError(
         f"targets ({a}) and predictions ({b}) have no common integer dtype that holds both "
-        "exactly (without jax_enable_x64 JAX has no int64); give both the same dtype, e.g. "
-        "int32."
+        f"exactly ({why}); give both the same dtype, e.g. int32."
     )
 
 
@@ -162,6 +163,16 @@ def in_label_range(labels, upper: int) -> jnp.ndarray:
     if upper <= info.max:
         inside = inside & (labels < jnp.asarray(upper, labels.dtype))
     return inside
+
+
+def at_least(labels, value: int) -> jnp.ndarray:
+    """bool ``labels.shape``: ``labels >= value`` for a static int ``value``, compared without
+    wrapping ``value`` into the labels' dtype (``uint8 >= 256`` would compare with 0)."""
+    labels = jnp.asarray(labels)
+    info = jnp.iinfo(labels.dtype)
+    if value > info.max:
+        return jnp.zeros(labels.shape, bool)
+    return labels >= jnp.asarray(max(value, info.min), labels.dtype)
 
 
 def static_ignore_index(value) -> int | None:
@@ -253,6 +264,17 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     return int(value)
 
 
+def static_float(name: str, value) -> float:
+    """``value`` as a Python float; a traced one (a static option passed to a function under
+    ``jax.jit`` as a traced argument) raises ``TypeError`` naming ``name``."""
+    if isinstance(value, jax.core.Tracer):
+        raise TypeError(
+            f"{name} must hold static Python floats, got a traced value {value}; under "
+            "jax.jit, bind it with functools.partial or static_argnames."
+        )
+    return float(value)
+
+
 def static_positive_ints(name: str, values) -> tuple[int, ...]:
     """``values`` (an int or a sequence of ints) as a non-empty tuple of positive Python ints,
     in the given order."""
@@ -311,7 +333,7 @@ def static_thresholds(
         )
     out = []
     for v in values:
-        v = float(v)
+        v = static_float(name, v)
         if not 0.0 < v <= 1.0:
             raise ValueError(f"{name} must lie in (0, 1], got {v!r}.")
         frac = simple_fraction(v, max_denominator)

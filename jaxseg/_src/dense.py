@@ -21,8 +21,7 @@ from jaxseg._src.ranking import ClassScores, nanmean_classes
 def _prepare(targets, predictions, mask, num_classes, ignore_index, spatial_ndim):
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     spatial_ndim = checks.static_int("spatial_ndim", spatial_ndim, minimum=1)
-    if ignore_index is not None:
-        ignore_index = checks.static_int("ignore_index", ignore_index)
+    ignore_index = checks.static_ignore_index(ignore_index)
     targets = checks.as_int_labels("targets", targets, min_ndim=spatial_ndim)
     predictions = checks.as_int_labels("predictions", predictions, min_ndim=spatial_ndim)
     checks.same_shape("targets", targets, "predictions", predictions)
@@ -62,8 +61,9 @@ def _map_scores(targets, predictions, mask, num_classes, ignore_index, spatial_n
         targets, predictions, mask, num_classes, ignore_index, spatial_ndim
     )
     valid = jnp.ones(targets.shape, bool) if mask is None else mask
-    if ignore_index is not None:
-        valid = valid & (targets != ignore_index)
+    # Compared in the labels' dtype only where it holds the value: ``!=`` would wrap 255 onto
+    # an int8 label -1, or 511 onto a uint8 label 255, and drop those pixels.
+    valid = checks.without_ignored(targets, valid, ignore_index)
     matrix = confusion_matrices(targets, predictions, valid, num_classes, spatial_ndim)
     return map_scores_from_confusion(matrix.astype(jnp.float32))
 
@@ -109,7 +109,7 @@ def pixel_accuracy(
       num_classes: static number of classes C.
       mask: optional ``bool[..., *S]``, True = valid pixel (default None: every pixel).
       ignore_index: static int or None (default): target value whose pixels are removed
-        (e.g. 255).
+        (e.g. 255 or -1; a value the labels' dtype cannot hold removes none).
       spatial_ndim: static number of trailing axes forming one map (default 2).
 
     Returns:

@@ -263,13 +263,13 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
     return jnp.where(npos[:, None] > 0, ap, jnp.nan)
 
 
-def static_iou_thresholds(value) -> tuple[float, ...]:
-    """``value`` as a non-empty tuple of floats in (0, 1]."""
+def static_iou_thresholds(value, name: str = "iou_thresholds") -> tuple[float, ...]:
+    """``value`` (the argument ``name``) as a non-empty tuple of floats in (0, 1]."""
     if isinstance(value, (int, float)):
         value = (value,)
-    value = tuple(float(v) for v in value)
+    value = tuple(checks.static_float(name, v) for v in value)
     if not value or not all(0.0 < v <= 1.0 for v in value):
-        raise ValueError(f"iou_thresholds must be a non-empty tuple in (0, 1], got {value!r}.")
+        raise ValueError(f"{name} must be a non-empty tuple in (0, 1], got {value!r}.")
     return value
 
 

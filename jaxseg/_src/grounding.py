@@ -411,7 +411,7 @@ def highlight_hit_at_1(
     def one(y, s, m):
         top = jnp.max(jnp.where(m, s, -jnp.inf))
         best = jnp.argmax(m & (s == top))  # a valid clip also where every score is -inf
-        hit = jnp.any(y[best] >= min_score).astype(jnp.float32)
+        hit = jnp.any(checks.at_least(y[best], min_score)).astype(jnp.float32)
         return jnp.where(jnp.any(m), hit, jnp.nan)
 
     return batching.lift(one, (y, s, m), (2, 1, 1))
@@ -481,7 +481,7 @@ def highlight_average_precision(
     y, s, m = _saliency_inputs(targets, predictions, mask)
 
     def one(y, s, m):
-        ap = _grouped_interpolated_ap(y >= min_score, s, m)
+        ap = _grouped_interpolated_ap(checks.at_least(y, min_score), s, m)
         return jnp.where(jnp.any(m), ap, jnp.nan)
 
     return batching.lift(one, (y, s, m), (2, 1, 1))

@@ -89,7 +89,8 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
       num_classes: static number of classes C. As mmsegmentation, a prediction outside
         [0, C) counts as a miss of its target pixel, and a target outside [0, C) (other than
         ``ignore_index``) drops its pixel from the accuracy but keeps its prediction's FP.
-      ignore_index: static target value whose pixels are removed (e.g. 255), or None.
+      ignore_index: static target value whose pixels are removed (e.g. 255 or -1; a value
+        the labels' dtype cannot hold removes none), or None.
 
     >>> acc = dense(num_classes=2, ignore_index=255)
     >>> state = acc.update(acc.init(), jnp.array([[0, 1], [1, 255]]), jnp.array([[0, 1], [0, 0]]))
@@ -97,8 +98,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
     [0.5, 0.5]
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
-    if ignore_index is not None:
-        ignore_index = checks.static_int("ignore_index", ignore_index)
+    ignore_index = checks.static_ignore_index(ignore_index)
 
     def init():
         return DenseState(counting.zeros((num_classes + 1, num_classes + 1)))
@@ -107,9 +107,7 @@ def dense(*, num_classes: int, ignore_index: int | None = None) -> Accumulator:
         targets = checks.as_int_labels("targets", targets)
         predictions = checks.as_int_labels("predictions", predictions)
         checks.same_shape("targets", targets, "predictions", predictions)
-        valid = checks.as_valid(mask, targets.shape)
-        if ignore_index is not None:
-            valid = valid & (targets != ignore_index)
+        valid = checks.without_ignored(targets, checks.as_valid(mask, targets.shape), ignore_index)
         matrix = confusion_matrices(targets, predictions, valid, num_classes, targets.ndim)
         return DenseState(_add(state.confusion, matrix, ()))
 

@@ -91,7 +91,7 @@ def grounding(
     ks = checks.static_positive_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
-    map_thresholds = static_iou_thresholds(map_thresholds)
+    map_thresholds = static_iou_thresholds(map_thresholds, "map_thresholds")
     shapes = ((), (len(thresholds), len(ks)), (), (), (len(map_thresholds),))
 
     def init():
@@ -170,6 +170,12 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
         return HighlightState(*(counting.zeros(s) for s in shapes))
 
     def update(state, targets, predictions, *, mask=None):
+        annotators = jnp.shape(targets)[-1] if jnp.ndim(targets) else None
+        if annotators != num_annotators:
+            raise ValueError(
+                f"targets must have shape [..., N, num_annotators] = [..., N, {num_annotators}], "
+                f"got {jnp.shape(targets)}."
+            )
         hits, aps = [], []
         for m in min_scores:
             hits.append(
