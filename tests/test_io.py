@@ -152,6 +152,8 @@ def test_label_arrays(tmp_path):
     np.testing.assert_array_equal(io.read_label_array(tmp_path / "scores.npy"), [1, 0, 2])
     bad = {
         "float_labels": (np.array([0.0, 1.0]), "expected integer labels [T] or float scores"),
+        # a mask saved by mistake: refused as the Evaluator and the metrics refuse bool labels
+        "bool_labels": (np.array([True, False]), "got dtype bool shape (2,)"),
         "rank3": (np.zeros((2, 2, 2), np.int32), "shape (2, 2, 2)"),
         "empty": (np.zeros((0,), np.int64), "empty array (no frames)"),
         "negative": (np.array([0, 2, -1]), "label -1 at frame 3 is not a class index"),

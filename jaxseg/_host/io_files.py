@@ -428,7 +428,8 @@ def read_label_array(
                 f"columns, but {mapping or 'the mapping'} has {num_classes} classes"
             )
         array = np.argmax(array, axis=1)
-    if array.ndim != 1 or not (np.issubdtype(array.dtype, np.integer) or array.dtype == bool):
+    # bool is no label type, as for the Evaluator and the metrics: more likely a mask file.
+    if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
         raise InputError(
             f"{path}: expected integer labels [T] or float scores [T, C], "
             f"got dtype {array.dtype} shape {array.shape}"
