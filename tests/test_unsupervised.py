@@ -316,6 +316,28 @@ def test_hungarian_matching_vmaps():
         np.testing.assert_array_equal(col_for_row[i][rows], cols)
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"num_rows": 3}, ValueError, r"num_rows must lie in \[0, 2\].*got 3"),
+        ({"num_cols": -1}, ValueError, r"num_cols must lie in \[0, 3\].*got -1"),
+        ({"num_rows": 1.5}, TypeError, "num_rows must be integers, got dtype float32"),
+    ],
+)
+def test_hungarian_matching_refuses_a_block_outside_the_table(options, error, message):
+    with pytest.raises(error, match=message):
+        M.hungarian_matching([[1, 5, 0], [4, 4, 1]], **options)
+
+
+def test_hungarian_matching_clips_a_traced_block_to_the_table():
+    table = np.array([[1, 5, 0], [4, 4, 1]])
+    solve = jax.jit(lambda r, c: M.hungarian_matching(table, num_rows=r, num_cols=c))
+    for (r, c), (live_r, live_c) in {(7, 9): (2, 3), (-2, 3): (0, 3), (1, 5): (1, 3)}.items():
+        got, want = solve(r, c), M.hungarian_matching(table, num_rows=live_r, num_cols=live_c)
+        for got_side, want_side in zip(got, want):
+            np.testing.assert_array_equal(got_side, want_side)
+
+
 def test_contingency_table():
     gt = np.array([[0, 0, 1, 2, -1], [1, 1, 1, 0, 0]])
     pred = np.array([[1, 1, 0, 2, 0], [2, 2, 2, 9, 1]])

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
@@ -215,7 +216,32 @@ def shortest_augmenting_paths(cost):
     return lax.fori_loop(0, R, assign, start)[3]
 
 
-@one_program
+def _block_within_table(arguments: dict) -> None:
+    """Host check of :func:`hungarian_matching`: ``0 <= num_rows <= R``, ``0 <= num_cols <= N``."""
+    R, N = np.shape(arguments["table"])[-2:]
+    for name, size in (("num_rows", R), ("num_cols", N)):
+        if arguments[name] is None:
+            continue
+        value = np.asarray(arguments[name])
+        outside = (value < 0) | (value > size)
+        if outside.any():
+            where = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise ValueError(
+                f"{name} must lie in [0, {size}] (the table's "
+                f"{'rows' if name == 'num_rows' else 'columns'}), got {value[where]}"
+                + (f" at index {where}." if where else ".")
+            )
+
+
+def _live_size(name: str, value, size: int, batch: tuple[int, ...]) -> jax.Array:
+    """``value`` (default ``size``) as int32 broadcast to ``batch``, clipped to ``[0, size]``."""
+    value = jnp.asarray(size if value is None else value)
+    if not jnp.issubdtype(value.dtype, jnp.integer):
+        raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
+    return jnp.broadcast_to(jnp.clip(value, 0, size).astype(jnp.int32), batch)
+
+
+@one_program(host_check=_block_within_table)
 def hungarian_matching(table, *, num_rows=None, num_cols=None):
     """Maximum-weight one-to-one matching of the rows and columns of each table.
 
@@ -228,8 +254,10 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
 
     Args:
       table: ``[..., R, N]`` numbers to maximise (e.g. a :func:`contingency_table`).
-      num_rows: optional int ``[...]`` (may be traced), rows taking part, ``<= R``; default R.
-      num_cols: optional int ``[...]``, columns taking part, ``<= N``; default N.
+      num_rows: optional int ``[...]``, rows taking part, in ``[0, R]``; default R. A
+        concrete value outside raises ``ValueError``; a traced one is clipped there.
+      num_cols: optional int ``[...]``, columns taking part, in ``[0, N]``; default N (the
+        same rule).
 
     Returns:
       ``(col_for_row, row_for_col)``: int32 ``[..., R]`` and ``[..., N]``, the partner of each
@@ -248,14 +276,10 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
     table = checks.as_float("table", table, min_ndim=2, dtype=float_dtype())
     R, N = table.shape[-2:]
     batch = table.shape[:-2]
-    num_rows = jnp.broadcast_to(jnp.asarray(R if num_rows is None else num_rows), batch)
-    num_cols = jnp.broadcast_to(jnp.asarray(N if num_cols is None else num_cols), batch)
+    num_rows = _live_size("num_rows", num_rows, R, batch)
+    num_cols = _live_size("num_cols", num_cols, N, batch)
     cost = -table.astype(float_dtype())
-
-    def one(c, r, n):
-        return match_block(c, r.astype(jnp.int32), n.astype(jnp.int32))
-
-    return lift(one, (cost, num_rows, num_cols), (2, 0, 0))
+    return lift(match_block, (cost, num_rows, num_cols), (2, 0, 0))
 
 
 def compact(present):
