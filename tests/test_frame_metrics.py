@@ -178,12 +178,12 @@ def test_labels_beyond_int32_are_never_truncated():
     from jaxseg import streaming
 
     for targets in ([2**32 + 1], np.array([2**32 + 1]), np.array([-(2**40)], np.int64)):
-        with pytest.raises(ValueError, match=r"targets holds label .* outside the int32 range"):
+        with pytest.raises(ValueError, match=r"targets holds value .* outside the int32 range"):
             M.accuracy(targets, [1])
-    with pytest.raises(ValueError, match="predictions holds label"):
+    with pytest.raises(ValueError, match="predictions holds value"):
         M.confusion_matrix([1], np.array([2**32 + 1], np.uint64), num_classes=3)
     acc = streaming.frame_metrics(num_classes=3)
-    with pytest.raises(ValueError, match="targets holds label"):
+    with pytest.raises(ValueError, match="targets holds value"):
         acc.update(acc.init(), np.array([[2**32 + 1]]), np.array([[1]]))
     # In range, 64-bit and 32-bit host labels mix freely.
     assert float(M.accuracy(np.array([3, 2**31 - 1], np.int64), np.array([3, 0], np.uint32))) == 0.5

@@ -173,10 +173,13 @@ def test_calls_the_program_cannot_take_run_as_they_are():
 
 
 def test_host_integers_beyond_int32_raise_naming_the_argument():
-    wrapped = one_program(lambda targets: targets + 1)
-    with pytest.raises(ValueError, match="targets holds label 1099511627776"):
-        wrapped(np.array([2**40], np.int64))
-    assert wrapped(np.array([7], np.int64)).dtype == jnp.int32
+    """Any integer argument, not only labels: a frame window is not called a label."""
+    wrapped = one_program(lambda targets, windows: targets + windows)
+    with pytest.raises(ValueError, match="targets holds value 1099511627776, outside the int32"):
+        wrapped(np.array([2**40], np.int64), np.array([0]))
+    with pytest.raises(ValueError, match=r"windows holds value -1099511627776.* within int32"):
+        wrapped(np.array([0]), np.array([-(2**40)], np.int64))
+    assert wrapped(np.array([7], np.int64), np.array([0])).dtype == jnp.int32
 
 
 def test_a_public_metric_keeps_its_name_signature_and_deprecated_names():

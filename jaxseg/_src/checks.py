@@ -23,13 +23,15 @@ def on_host(value) -> bool:
     return not any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
 
 
-def host_labels(name: str, value):
+def host_labels(name: str, value, *, what: str = "label"):
     """Host data (a list, a numpy array) as JAX would hold it, refusing to truncate a label.
 
     Without ``jax_enable_x64`` JAX stores 64-bit integers in 32 bits and would wrap a label
     such as ``2**32 + 1`` onto ``1``. Host data is already on the host, so its values are
     checked here (never a traced or device array: that would be a host sync). Labels that fit
     int32 are given as int32, so mixing say uint32 and int32 host arrays compares exactly.
+    ``what`` names the values in the error: ``"label"``, or ``"value"`` for an argument that
+    may hold frames, counts or windows.
     """
     host = np.asarray(value)
     if host.dtype.kind not in "iu" or host.dtype.itemsize < 4:
@@ -42,11 +44,16 @@ def host_labels(name: str, value):
     if jax.dtypes.canonicalize_dtype(host.dtype) != host.dtype:
         bad = host.max() if host.max() >= 2**31 else host.min()
         narrow = jax.dtypes.canonicalize_dtype(host.dtype)
+        remedy = (
+            "Relabel to int32 (e.g. np.unique(..., return_inverse=True))"
+            if what == "label"
+            else "Give values within int32 (labels can be renumbered, e.g. np.unique(..., "
+            "return_inverse=True))"
+        )
         raise ValueError(
-            f"{name} holds label {int(bad)}, outside the {narrow} range JAX stores "
-            f"{host.dtype} in without jax_enable_x64; it would be truncated "
-            "onto another label. Relabel to int32 (e.g. np.unique(..., return_inverse=True)) "
-            "or enable jax_enable_x64."
+            f"{name} holds {what} {int(bad)}, outside the {narrow} range JAX stores "
+            f"{host.dtype} in without jax_enable_x64; it would be truncated onto another "
+            f"{what}. {remedy} or enable jax_enable_x64."
         )
     return host
 

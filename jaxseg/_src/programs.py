@@ -199,7 +199,9 @@ def _split_arguments(signature, args, kwargs):
                 return None
         if _holds_arrays(value):
             arrays[name] = jax.tree_util.tree_map(
-                lambda x, name=name: checks.host_labels(name, x) if checks.on_host(x) else x,
+                lambda x, name=name: (
+                    checks.host_labels(name, x, what="value") if checks.on_host(x) else x
+                ),
                 value,
             )
             continue
