@@ -38,6 +38,23 @@ def _anet(tmp_path, database_videos=ONE_VIDEO):
 
 
 # ------------------------------------------------------------------------------------------
+# Offline detection: the counts of the report
+# ------------------------------------------------------------------------------------------
+def test_submission_videos_without_detections_are_not_counted_as_videos(tmp_path, capsys):
+    """Two videos only in the submission, with empty lists, made the report say 3 videos."""
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text(
+        '{"results": {"v1": [{"segment": [0, 10], "label": "a", "score": 0.9}], '
+        '"v8": [], "v9": []}}'
+    )
+    code, out, err = run(capsys, "detection", truth, submission, "--format", "json")
+    assert code == 0 and err == "", err
+    summary = json.loads(out)["summary"]
+    assert summary["videos"] == 1 and summary["videos_without_ground_truth"] == []
+    assert summary["ground_truth_instances"] == 2 and summary["detections"] == 1
+
+
+# ------------------------------------------------------------------------------------------
 # --proposals: the AN points of the report
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(

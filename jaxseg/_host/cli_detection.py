@@ -263,7 +263,9 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
                 raise InputError(f"{submission}: {where}: 'score' must be a number, got {score!r}")
             rows.append((start, end, index[label], float(score)))
         detections[video] = rows
-    videos = tuple(truth) + tuple(v for v in detections if v not in truth)
+    # Videos only in the submission and without detections change no AP, and are left out
+    # so that the report's count of videos is the subset's.
+    videos = tuple(truth) + tuple(v for v in detections if v not in truth and detections[v])
     return DetectionData(
         videos,
         class_names,
