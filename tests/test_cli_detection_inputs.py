@@ -96,6 +96,29 @@ def test_proposal_points_off_the_curve_are_errors(tmp_path, capsys):
     )
 
 
+def test_max_proposals_beyond_the_int32_budgets_is_an_error(tmp_path, capsys):
+    """M x videos wrapped in int32: M = 2^30 with 2 videos, each proposal a hit, gave AR 0
+    and a curve of nulls; M = 2^31 raised OverflowError."""
+    video = '"v%d": {"subset": "validation", "annotations": [{"segment": [0, 10], "label": "a"}]}'
+    truth = _anet(tmp_path, f"{video % 1}, {video % 2}")
+    proposals = tmp_path / "prop.json"
+    proposals.write_text(
+        json.dumps({"results": {v: [{"segment": [0, 10], "score": 0.9}] for v in ("v1", "v2")}})
+    )
+    argv = ["detection", "--proposals", truth, proposals]
+    for m in (2**30, 2**31):
+        err = fails(capsys, *argv, "--max-proposals", m)
+        assert (
+            f"--max-proposals {m} is too large for 2 annotated videos: their product must be "
+            f"below 2^31 (at most {(2**31 - 1) // 2:,})"
+        ) in err
+    code, out, err = run(capsys, *argv, "--max-proposals", 2**30 - 1, "--format", "json")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    assert summary[f"AR@{2**30 - 1}"] == 100.0
+    assert summary["proposals_per_video"][-1] == pytest.approx(2**30 - 1)
+
+
 @pytest.mark.parametrize("results", [{}, {"v1": [], "v2": []}])
 def test_proposal_files_without_a_proposal_give_recall_0(tmp_path, capsys, results):
     """As the README says (eval_proposal.py divides by zero); an IndexError before."""

@@ -637,6 +637,12 @@ def proposal_report(args) -> reports.Report:
     """``jaxseg detection --proposals``: AR@AN and AUC (float64, as eval_proposal.py)."""
     max_average, at = args.max_proposals, _at(args)  # before the files are read
     data = read_activitynet_proposals(Path(args.ground_truth), Path(args.predictions), args.subset)
+    # video_budgets computes M x videos in int32, where a larger product would wrap.
+    if max_average * data.annotated >= 2**31:
+        raise InputError(
+            f"--max-proposals {max_average} is too large for {data.annotated:,} annotated "
+            f"videos: their product must be below 2^31 (at most {(2**31 - 1) // data.annotated:,})"
+        )
     curve = proposal_curve(data, max_average, at)
     instances = sum(len(truth) for truth in data.targets)
     proposals = sum(len(rows) for rows in data.proposals)
