@@ -234,6 +234,22 @@ def test_nlq_options_are_taken_once_and_refused_for_qvhighlights(tmp_path, capsy
         )
 
 
+def test_nlq_top_k_and_thresholds_out_of_range_are_named(tmp_path, capsys):
+    """--top-k 2^31 raised OverflowError from the int32 ranks; a k above the number of
+    predictions counts all of them (the one prediction here hits: R@k 100)."""
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": [
+        {"clip_start_sec": 0, "clip_end_sec": 4}]}])  # fmt: skip
+    argv = ["grounding", truth, predictions]
+    for k in (0, -3, 2**31, 10**20):
+        assert f"--top-k must be in 1..2147483647, got {k}" in fails(capsys, *argv, "--top-k", k)
+    for t in (0, 1.5, "nan"):
+        message = f"--thresholds must be in (0, 1], got {float(t)}"
+        assert message in fails(capsys, *argv, "--thresholds", t)
+    code, out, err = run(capsys, *argv, "--top-k", 2**31 - 1, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"][f"R@{2**31 - 1} IoU>0.5"] == 100.0
+
+
 def test_json_lines_under_a_json_name_get_a_hint(tmp_path, capsys):
     truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": []}])
     truth.write_text('{"qid": 1, "duration": 10}\n{"qid": 2, "duration": 10}\n')

@@ -346,9 +346,13 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
     # Each once: a value given twice gave the table a column twice and the JSON one key.
     thresholds = tuple(dict.fromkeys(args.thresholds or NLQ_THRESHOLDS))
     ks = tuple(dict.fromkeys(args.top_k or NLQ_TOP_K))
-    bad = [t for t in thresholds if not 0.0 < t <= 1.0] + [k for k in ks if k < 1]
+    bad = [t for t in thresholds if not 0.0 < t <= 1.0]
     if bad:
-        raise InputError(f"--thresholds must be in (0, 1] and --top-k positive, got {bad[0]}")
+        raise InputError(f"--thresholds must be in (0, 1], got {bad[0]}")
+    # Ranks are compared in int32; a k past every query's predictions counts all of them.
+    bad = [k for k in ks if not 1 <= k < 2**31]
+    if bad:
+        raise InputError(f"--top-k must be in 1..{2**31 - 1}, got {bad[0]}")
     with jax.enable_x64(True):
         recall = jax.jit(grounding_recall, static_argnames=("k", "iou_thresholds", "comparison"))(
             gt, pred, k=ks, iou_thresholds=thresholds, comparison="strict", prediction_mask=mask
