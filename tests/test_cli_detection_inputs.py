@@ -54,6 +54,21 @@ def test_submission_videos_without_detections_are_not_counted_as_videos(tmp_path
     assert summary["ground_truth_instances"] == 2 and summary["detections"] == 1
 
 
+def test_a_label_in_another_unicode_normalization_is_pointed_out(tmp_path, capsys):
+    """'café' as e + combining accent printed as the ground truth's 'café' in the error."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    truth = _anet(tmp_path, ONE_VIDEO.replace('"a"', json.dumps(composed)))
+    submission = tmp_path / "sub.json"
+    detection = {"segment": [0, 10], "label": decomposed, "score": 0.9}
+    submission.write_text(json.dumps({"results": {"v1": [detection]}}))
+    err = fails(capsys, "detection", truth, submission)
+    assert (
+        f"label {decomposed!r} is not a class of the ground truth (subset 'validation': 1 "
+        f"classes) ({decomposed!r} is the known {composed!r} in another Unicode "
+        "normalization: 'cafe\\u0301' vs 'caf\\xe9')"
+    ) in err
+
+
 # ------------------------------------------------------------------------------------------
 # --proposals: the AN points of the report
 # ------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from jaxseg._host import report as reports
 from jaxseg._host.io_files import (
     InputError,
     is_finite_number,
+    normalization_hint,
     read_json,
     read_label_array,
     read_npy,
@@ -257,6 +258,7 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
                 raise InputError(
                     f"{submission}: {where}: label {label!r} is not a class of the ground truth "
                     f"(subset {subset!r}: {len(class_names)} classes)"
+                    f"{normalization_hint(label, class_names)}"
                 )
             score = entry.get("score")
             if not is_finite_number(score):
