@@ -69,6 +69,26 @@ def test_a_label_in_another_unicode_normalization_is_pointed_out(tmp_path, capsy
     ) in err
 
 
+@pytest.mark.parametrize(("subset", "shown"), [("", "None"), (', "subset": 3', "3")])
+def test_videos_without_a_string_subset_are_named(tmp_path, capsys, subset, shown):
+    """They were listed as subsets "None" or "3", which --subset None or 3 did not select."""
+    truth = _anet(
+        tmp_path,
+        f'"v1": {{"annotations": [{{"segment": [0, 10], "label": "a"}}]{subset}}}, '
+        '"v2": {"subset": "training", "annotations": []}',
+    )
+    submission = tmp_path / "sub.json"
+    submission.write_text('{"results": {"v1": [{"segment": [0, 10], "label": "a", "score": 1}]}}')
+    note = f"1 video(s) have no string 'subset' (e.g. 'v1': {shown}), which only --subset all"
+    note += " selects"
+    err = fails(capsys, "detection", truth, submission, "--subset", shown)
+    assert f"no video in subset '{shown}'; subsets: training (use --subset); {note}" in err
+    submission.write_text('{"results": {"v1": [{"segment": [0, 10], "score": 1}]}}')
+    err = fails(capsys, "detection", "--proposals", truth, submission, "--subset", shown)
+    assert f"no annotated video in subset '{shown}' (use --subset); {note}" in err
+    assert run(capsys, "detection", "--proposals", truth, submission, "--subset", "all")[0] == 0
+
+
 # ------------------------------------------------------------------------------------------
 # --proposals: the AN points of the report
 # ------------------------------------------------------------------------------------------

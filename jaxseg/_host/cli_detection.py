@@ -202,6 +202,18 @@ def _label(path: Path, where: str, entry) -> str:
     return str(label)
 
 
+def _without_subset(database: dict) -> str:
+    """A note on the videos whose 'subset' is missing or not a string, which no --subset but
+    'all' selects (``--subset None`` does not select a missing one), or nothing."""
+    videos = [v for v, entry in database.items() if not isinstance(entry.get("subset"), str)]
+    if not videos:
+        return ""
+    return (
+        f"; {len(videos)} video(s) have no string 'subset' (e.g. {videos[0]!r}: "
+        f"{database[videos[0]].get('subset')!r}), which only --subset all selects"
+    )
+
+
 def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> DetectionData:
     """Reads an ActivityNet ground-truth database and a submission, video by video.
 
@@ -226,7 +238,8 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
             raise InputError(
                 f"{ground_truth}: video {video!r}: expected an object with 'annotations': [...]"
             )
-        subsets.add(str(entry.get("subset")))
+        if isinstance(entry.get("subset"), str):
+            subsets.add(entry["subset"])
         if subset != "all" and entry.get("subset") != subset:
             continue
         truth[video] = [
@@ -240,6 +253,7 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
         raise InputError(
             f"{ground_truth}: no video in subset {subset!r}; subsets: "
             f"{', '.join(sorted(subsets)) or 'none'} (use --subset)"
+            f"{_without_subset(database)}"
         )
     class_names = tuple(sorted({label for rows in truth.values() for *_, label in rows}))
     if not class_names:

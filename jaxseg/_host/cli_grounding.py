@@ -488,7 +488,7 @@ def run(args: argparse.Namespace) -> int:
 def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str) -> ProposalData:
     """Ground-truth windows of ``subset`` and the proposals of every video of the file, as
     :class:`ProposalData`."""
-    from jaxseg._host.cli_detection import _member, _segment
+    from jaxseg._host.cli_detection import _member, _segment, _without_subset
 
     database = _member(
         ground_truth,
@@ -508,7 +508,10 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
                 _segment(ground_truth, f"video {video!r}", a) for a in entry.get("annotations", [])
             ]
     if not any(truth.values()):
-        raise InputError(f"{ground_truth}: no annotated video in subset {subset!r} (use --subset)")
+        raise InputError(
+            f"{ground_truth}: no annotated video in subset {subset!r} (use --subset)"
+            f"{_without_subset(database)}"
+        )
     found = {}
     for video, entries in results.items():
         if not isinstance(entries, list):
