@@ -69,6 +69,28 @@ def test_a_label_in_another_unicode_normalization_is_pointed_out(tmp_path, capsy
     ) in err
 
 
+@pytest.mark.parametrize(
+    ("annotation", "message"),
+    [
+        ('{"segment": [30, 20], "label": "a"}',
+         "'segment' must be [start, end] with start <= end, got [30, 20]"),
+        ('{"segment": [20, 30]}', "'label' must be a string, got None"),
+        ("[20, 30]", "expected an object with 'segment', got [20, 30]"),
+    ],
+)  # fmt: skip
+def test_ground_truth_errors_name_the_annotation(tmp_path, capsys, annotation, message):
+    """They named the video only: which of its annotations was not said."""
+    annotations = f'[{{"segment": [0, 10], "label": "a"}}, {annotation}]'
+    truth = _anet(tmp_path, f'"v1": {{"subset": "validation", "annotations": {annotations}}}')
+    submission = tmp_path / "sub.json"
+    submission.write_text('{"results": {}}')
+    err = fails(capsys, "detection", truth, submission)
+    assert f"{truth}: video 'v1', annotation 2: {message}" in err
+    if "label" not in message:  # proposals read no label
+        err = fails(capsys, "detection", "--proposals", truth, submission)
+        assert f"{truth}: video 'v1', annotation 2: {message}" in err
+
+
 @pytest.mark.parametrize(("subset", "shown"), [("", "None"), (', "subset": 3', "3")])
 def test_videos_without_a_string_subset_are_named(tmp_path, capsys, subset, shown):
     """They were listed as subsets "None" or "3", which --subset None or 3 did not select."""

@@ -244,10 +244,10 @@ def read_activitynet(ground_truth: Path, submission: Path, subset: str) -> Detec
             continue
         truth[video] = [
             (
-                *_segment(ground_truth, f"video {video!r}", a),
-                _label(ground_truth, f"video {video!r}", a),
+                *_segment(ground_truth, f"video {video!r}, annotation {n}", a),
+                _label(ground_truth, f"video {video!r}, annotation {n}", a),
             )
-            for a in entry.get("annotations", [])
+            for n, a in enumerate(entry.get("annotations", []), start=1)
         ]
     if not truth:
         raise InputError(

@@ -505,7 +505,8 @@ def read_activitynet_proposals(ground_truth: Path, proposals: Path, subset: str)
             )
         if subset == "all" or entry.get("subset") == subset:
             truth[video] = [
-                _segment(ground_truth, f"video {video!r}", a) for a in entry.get("annotations", [])
+                _segment(ground_truth, f"video {video!r}, annotation {n}", a)
+                for n, a in enumerate(entry.get("annotations", []), start=1)
             ]
     if not any(truth.values()):
         raise InputError(
