@@ -348,6 +348,25 @@ def test_qvhighlights_duration_is_checked(tmp_path, capsys, duration, message):
     assert f"{truth}:1: {message}" in fails(capsys, "grounding", truth, submission)
 
 
+def test_qvhighlights_qids_that_differ_are_named_with_their_line(tmp_path, capsys):
+    """The error said "qids differ ... (e.g. 2)" for the qid "2" of a file whose ground truth
+    has 2: the two printed alike, and no line was named."""
+    truth, submission = _qvhighlights(tmp_path, "10", [0.9, 0.1, 0, 0, 0])
+    truth.write_text(
+        truth.read_text() + '{"qid": 2, "duration": 10, "relevant_windows": [[0, 4]]}\n'
+    )
+    entry = json.loads(submission.read_text())
+    submission.write_text(json.dumps(entry) + "\n" + json.dumps({**entry, "qid": "2"}) + "\n")
+    err = fails(capsys, "grounding", truth, submission)
+    assert (
+        f"{submission}:2: qid '2' is not in {truth}; qids differ in 2 queries, and the "
+        "reference requires the same qids"
+    ) in err
+    submission.write_text(json.dumps(entry) + "\n")
+    err = fails(capsys, "grounding", truth, submission)
+    assert f"{truth}:2: qid 2 has no line in {submission}; qids differ in 1 queries" in err
+
+
 @pytest.mark.parametrize("count", [8, 0, 4])
 def test_qvhighlights_saliency_scores_are_one_per_clip(tmp_path, capsys, count):
     """They were cut or padded with zeros to int(duration / 2); standalone_eval asserts."""

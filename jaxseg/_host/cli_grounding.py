@@ -283,16 +283,30 @@ def _check_in_every_line(submission: Path, sub: dict, key: str, count: int) -> N
         )
 
 
+def _check_same_qids(ground_truth: Path, truth: dict, submission: Path, sub: dict) -> None:
+    """Raises :class:`InputError` naming the first line whose qid the other file lacks (the
+    submission's first), with the qid's repr: ``2`` and ``"2"`` are different qids."""
+    extra = [(m, qid) for qid, (m, _) in sub.items() if qid not in truth]
+    missing = [(n, qid) for qid, (n, _) in truth.items() if qid not in sub]
+    if not extra and not missing:
+        return
+    if extra:
+        line, qid = min(extra)
+        where = f"{submission}:{line}: qid {qid!r} is not in {ground_truth}"
+    else:
+        line, qid = min(missing)
+        where = f"{ground_truth}:{line}: qid {qid!r} has no line in {submission}"
+    raise InputError(
+        f"{where}; qids differ in {len(extra) + len(missing)} queries, and the reference "
+        "requires the same qids"
+    )
+
+
 def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
     """QVHighlights JSONL -> padded float64 tables (MR) and saliency tables (HL, or None)."""
     truth = _qids(ground_truth, load_jsonl(ground_truth, "ground-truth file"), "ground-truth")
     sub = _qids(submission, load_jsonl(submission, "submission file"), "submission")
-    if set(truth) != set(sub):
-        missing = sorted(map(str, set(truth) ^ set(sub)))
-        raise InputError(
-            f"{submission}: qids differ from {ground_truth} in {len(missing)} "
-            f"queries (e.g. {missing[0]}); the reference requires the same qids"
-        )
+    _check_same_qids(ground_truth, truth, submission, sub)
     qids = list(truth)
     gt, pred, scores, labels = [], [], [], []
     for qid in qids:
