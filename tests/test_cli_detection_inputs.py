@@ -367,6 +367,23 @@ def test_qvhighlights_qids_that_differ_are_named_with_their_line(tmp_path, capsy
     assert f"{truth}:2: qid 2 has no line in {submission}; qids differ in 1 queries" in err
 
 
+def test_qvhighlights_query_without_relevant_windows_is_an_error_for_mr(tmp_path, capsys):
+    """It was left out of MR-R1 and MR-mAP without a word (the reference raises); saliency
+    alone still scores it."""
+    truth, submission = _qvhighlights(tmp_path, "10", [0.1, 0.9, 0, 0, 0])
+    truth.write_text(
+        truth.read_text().replace('"relevant_windows": [[0, 4]]', '"relevant_windows": []')
+    )
+    err = fails(capsys, "grounding", truth, submission)
+    assert f"{truth}:1: qid 1 has no relevant_windows, which MR-R1 and MR-mAP need" in err
+    entry = json.loads(submission.read_text())
+    del entry["pred_relevant_windows"]
+    submission.write_text(json.dumps(entry) + "\n")
+    code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["brief"]["HL-min-Fair-Hit1"] == 100.0  # clip 1, saliency 4
+
+
 @pytest.mark.parametrize("count", [8, 0, 4])
 def test_qvhighlights_saliency_scores_are_one_per_clip(tmp_path, capsys, count):
     """They were cut or padded with zeros to int(duration / 2); standalone_eval asserts."""

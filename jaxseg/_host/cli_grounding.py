@@ -314,6 +314,13 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
         windows = _field(ground_truth, f"line {n}", row, "relevant_windows", list, "a list")
         gt.append([window(f"{ground_truth}:{n}", w) for w in windows])
         if "pred_relevant_windows" in entry:
+            # standalone_eval raises on such a query (compute_mr_r1); left out of the means,
+            # it made MR-R1 and MR-mAP count fewer queries than the file has, without a word.
+            if not windows:
+                raise InputError(
+                    f"{ground_truth}:{n}: qid {qid!r} has no relevant_windows, which MR-R1 "
+                    "and MR-mAP need (one window at least)"
+                )
             rows = _field(submission, f"line {m}", entry, "pred_relevant_windows", list, "a list")
             pred.append([window(f"{submission}:{m}", w, scored=True) for w in rows])
         if "pred_saliency_scores" in entry:
