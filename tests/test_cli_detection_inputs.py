@@ -224,6 +224,20 @@ def test_a_video_repeated_in_the_ground_truth_is_an_error(tmp_path, capsys):
     assert f"{truth}: key 'v1' appears twice in the object ['database']" in err
 
 
+def test_json_nested_too_deeply_is_an_error(tmp_path, capsys):
+    """json raised RecursionError, a traceback, for a JSON or JSON Lines file of arrays nested
+    some thousand levels."""
+    truth, submission = _anet(tmp_path), tmp_path / "sub.json"
+    submission.write_text("[" * 100_000 + "]" * 100_000)
+    err = fails(capsys, "detection", truth, submission)
+    assert f"{submission}: the JSON is nested too deeply to read (arrays or objects)" in err
+    truth, submission = _qvhighlights(tmp_path, "10", [0.9, 0.1, 0, 0, 0])
+    deep = '{"qid": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    submission.write_text(submission.read_text() + deep)
+    err = fails(capsys, "grounding", truth, submission)
+    assert f"{submission}:2: the JSON is nested too deeply to read (arrays or objects)" in err
+
+
 def test_a_key_repeated_in_a_detection_or_proposal_is_an_error(tmp_path, capsys):
     truth, submission = _anet(tmp_path), tmp_path / "sub.json"
     submission.write_text(

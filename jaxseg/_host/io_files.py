@@ -152,9 +152,12 @@ def parse_json(text: str):
     object raises ``ValueError('key ... appears twice in the object ...')``. ``json`` keeps
     the last of repeated keys, so a video listed twice in a submission would lose its first
     detections without a word, and change the scores. Invalid JSON raises
-    ``json.JSONDecodeError``."""
-    document = json.loads(text, object_pairs_hook=_object_pairs)
-    found = _first_repeated(document)
+    ``json.JSONDecodeError``; JSON nested past Python's recursion limit ``ValueError``."""
+    try:
+        document = json.loads(text, object_pairs_hook=_object_pairs)
+        found = _first_repeated(document)
+    except RecursionError:  # arrays or objects nested past Python's recursion limit
+        raise ValueError("the JSON is nested too deeply to read (arrays or objects)") from None
     if found:
         where, repeated = found
         raise ValueError(
