@@ -321,6 +321,18 @@ def test_nlq_top_k_and_thresholds_out_of_range_are_named(tmp_path, capsys):
     assert json.loads(out)["summary"][f"R@{2**31 - 1} IoU>0.5"] == 100.0
 
 
+def test_nlq_thresholds_alike_in_six_digits_get_columns_of_their_own(tmp_path, capsys):
+    """0.5 and 0.5000001 were both 'R@1 IoU>0.5': the JSON row kept one of the two."""
+    query = {"clip_start_sec": 0, "clip_end_sec": 8}  # the prediction [0, 4]: IoU 0.5
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": [query]}])
+    argv = ["grounding", truth, predictions, "--top-k", "1", "--format", "json"]
+    code, out, err = run(capsys, *argv, "--thresholds", "0.3", "0.5", "0.5000001")
+    assert code == 0, err
+    row = json.loads(out)["nlq"][0]
+    assert row == {"name": "NLQ", "R@1 IoU>0.3": 100.0, "R@1 IoU>0.5": 0.0,
+                   "R@1 IoU>0.5000001": 0.0, "mIoU": 50.0}  # fmt: skip
+
+
 def test_json_lines_under_a_json_name_get_a_hint(tmp_path, capsys):
     truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": []}])
     truth.write_text('{"qid": 1, "duration": 10}\n{"qid": 2, "duration": 10}\n')

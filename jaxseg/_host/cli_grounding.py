@@ -359,6 +359,16 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
 # ------------------------------------------------------------------------------------------
 # Scoring (float64) and reports
 # ------------------------------------------------------------------------------------------
+def _threshold_texts(thresholds) -> list[str]:
+    """The thresholds as ``%g`` text, with more digits where six would name two alike (a JSON
+    row kept one of two columns both named ``R@1 IoU>0.5``)."""
+    for digits in range(6, 18):
+        texts = [f"{t:.{digits}g}" for t in thresholds]
+        if len(set(texts)) == len(texts):
+            return texts
+    return [repr(t) for t in thresholds]
+
+
 def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
     import jax
 
@@ -380,7 +390,7 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
         )
         iou = jax.jit(grounding_iou)(gt, pred, prediction_mask=mask)
         recall, iou = np.asarray(recall).mean(axis=0), float(np.asarray(iou).mean())
-    columns = [f"R@{k} IoU>{t:g}" for k in ks for t in thresholds]
+    columns = [f"R@{k} IoU>{t}" for k in ks for t in _threshold_texts(thresholds)]
     values = [100 * recall[ti, ki] for ki in range(len(ks)) for ti in range(len(thresholds))]
     section = reports.Section(
         "nlq", "Ego4D NLQ (%)", ("name", *columns, "mIoU"), (("NLQ", *values, 100 * iou),)
