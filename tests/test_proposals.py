@@ -116,9 +116,12 @@ def test_video_budgets_are_the_budget_table_rows_without_the_table():
 
 
 def test_binary64_matches_numpy():
+    """Quotients over all of int32's non-negative range: a numerator of 2**30 or more over 1
+    lost its top bit (2**30 + 5 read 5), and a divisor of 2**30 or more wrapped."""
     rng = np.random.default_rng(1)
-    a = rng.integers(0, 1 << 29, 500)
-    b = rng.integers(1, 1 << 29, 500)
+    top = np.iinfo(np.int32).max
+    a = np.concatenate([rng.integers(0, 1 << 29, 500), [top, top, 2**30 + 5, 7, 2**30, 5]])
+    b = np.concatenate([rng.integers(1, 1 << 29, 500), [1, top, 1, top, 2**30 + 1, 3]])
     q = binary64.quotient(a, b)
     with jax.enable_x64(True):
         np.testing.assert_array_equal(np.asarray(binary64.to_float(q, np.float64)), a / b)
@@ -251,3 +254,32 @@ def test_streaming_proposals_is_split_invariant_and_equals_the_metric(golden, cf
         )
     with pytest.raises(ValueError, match="capacity"):
         streaming.proposals(capacity=10).update(acc.init(), *arrays)
+
+
+def test_a_large_max_average_proposals_keeps_its_budgets_exact():
+    """M V up to int32's largest: with 2 videos and 1 proposal in all, M = 2**29 gave AR 0
+    and AN NaN (the ratio 2**30 lost its top bit), M = 2**30 - 1 half the AN."""
+    gt = np.array([[[0.0, 10.0]], [[0.0, 10.0]]])
+    props = np.array([[[0.0, 10.0]], [[0.0, 10.0]]])
+    scores, pm = np.array([[0.9], [0.8]]), np.array([[True], [False]])
+    videos = [([(0.0, 10.0)], [(0.0, 10.0)], [0.9]), ([(0.0, 10.0)], [], [])]
+    for m in (2**29, 2**30 - 1):
+        curve = M.proposal_average_recall(
+            gt, props, scores, proposal_mask=pm, max_average_proposals=m, at=(m,)
+        )
+        _, average, per_video = ref.proposal_curve(videos, THRESHOLDS, max_average=m)
+        np.testing.assert_allclose(curve.average_recall, average, rtol=1e-6)
+        np.testing.assert_allclose(curve.proposals_per_video, per_video, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"max_average_proposals=1073741824 .* 2 videos"):
+        M.proposal_average_recall(gt, props, scores, max_average_proposals=2**30, at=(2**30,))
+
+
+def test_streaming_proposals_past_int32_budgets_is_nan():
+    acc = streaming.proposals(capacity=1, max_average_proposals=2**30, at=(2**30,))
+    gt, props, scores = np.zeros((2, 1, 2)), np.zeros((2, 1, 2)), np.ones((2, 1))
+    gt[..., 1] = props[..., 1] = 10.0
+    one = acc.compute(acc.update(acc.init(), gt[:1], props[:1], scores[:1]))
+    assert float(one["at"][0]) == 1.0 and np.isfinite(one["auc"])
+    two = acc.compute(acc.update(acc.init(), gt, props, scores))
+    assert int(two["videos"]) == 2
+    assert all(np.isnan(two[name]).all() for name in ("recall", "auc", "at", "average_recall"))

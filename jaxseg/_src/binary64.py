@@ -96,16 +96,18 @@ def from_int(n) -> Double:
 
 
 def quotient(a, b) -> Double:
-    """``fl(a / b)`` for int32 ``0 <= a < 2**30`` and ``0 < b < 2**30`` (bit-serial division)."""
+    """``fl(a / b)`` for int32 ``0 <= a`` and ``0 < b`` (bit-serial division)."""
     a, b = jnp.broadcast_arrays(jnp.asarray(a, jnp.int32), jnp.asarray(b, jnp.int32))
+    divisor = b.astype(jnp.uint32)
 
+    # The remainder stays below b < 2**31, so twice it fits in uint32 (not in int32).
     def step(r, _):
         r = 2 * r
-        bit = r >= b
-        return r - jnp.where(bit, b, 0), bit.astype(jnp.int32)
+        bit = r >= divisor
+        return r - jnp.where(bit, divisor, 0), bit.astype(jnp.int32)
 
-    remainder, fraction = lax.scan(step, a % b, None, length=_FRACTION_BITS)
-    bits = jnp.concatenate([_bits_msb_first(a // b, 30), jnp.moveaxis(fraction, 0, -1)], -1)
+    remainder, fraction = lax.scan(step, (a % b).astype(jnp.uint32), None, length=_FRACTION_BITS)
+    bits = jnp.concatenate([_bits_msb_first(a // b, 31), jnp.moveaxis(fraction, 0, -1)], -1)
     return _round(bits, jnp.full(a.shape, -_FRACTION_BITS, jnp.int32), remainder != 0)
 
 

@@ -142,7 +142,8 @@ def proposal_average_recall(
       proposals: float ``[..., V, P, 2]`` proposals of each video (any order).
       scores: float ``[..., V, P]`` proposal scores (no NaN).
       iou_thresholds: static tuple of T thresholds; default ``np.linspace(0.5, 0.95, 10)``.
-      max_average_proposals: static int M (ActivityNet 100; THUMOS-14 AR@AN: 1000).
+      max_average_proposals: static int M (ActivityNet 100; THUMOS-14 AR@AN: 1000); M V
+        must fit int32 (``ValueError`` otherwise).
       at: static tuple of AN values for :attr:`ProposalCurve.at`, multiples of ``M / 100``;
         default AR@1, 5, 10, 100 (THUMOS-14: ``(50, 100, 200, 500, 1000)`` with M = 1000).
       target_mask: optional ``bool[..., V, G]``; a video without a valid target is not one of
@@ -179,6 +180,7 @@ def proposal_average_recall(
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )
+    check_budget_range(max_average, gt.shape[-3])
     one_dataset = functools.partial(
         _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
     )
@@ -196,6 +198,16 @@ def _dataset_curve(gt, gm, props, scores, pm, *, thresholds, max_average, at_ind
     return curve_from_histogram(
         histogram, num_targets, num_videos, total, pcn, at_index=at_index, dtype=gt.dtype
     )
+
+
+def check_budget_range(max_average: int, videos: int) -> None:
+    """Raises ``ValueError`` unless ``max_average * videos`` fits int32, where
+    :func:`kept_proposals` scales the budgets (a larger product would wrap)."""
+    if max_average * videos > np.iinfo(np.int32).max:
+        raise ValueError(
+            f"max_average_proposals={max_average} is too large for {videos} videos: their "
+            f"product must fit int32 (at most {np.iinfo(np.int32).max // videos} for them)."
+        )
 
 
 def video_budgets(count, has_targets, *, capacity, max_average):

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxseg._src import checks, counting
 from jaxseg._src import grounding as grounding_metrics
@@ -293,8 +294,10 @@ def proposals(
     ``update(state, targets, proposals, scores, *, target_mask=None, proposal_mask=None)``
     takes batches of videos ``[..., V, G, 2]``, ``[..., V, P, 2]``, ``[..., V, P]`` with
     ``P <= capacity``; ``compute`` returns the fields of :class:`ProposalCurve` as a dict plus
-    ``videos`` and ``targets``. The budgets of the reference depend on dataset totals, so the
-    state is a histogram ``[capacity + 1, capacity + 2, T]`` (a few MB for capacity 100).
+    ``videos`` and ``targets`` (the curve is NaN once ``max_average_proposals`` times the
+    videos with targets exceeds int32). The budgets of the reference depend on dataset
+    totals, so the state is a histogram ``[capacity + 1, capacity + 2, T]`` (a few MB for
+    capacity 100).
 
     Args:
       capacity: static largest number of proposals of one video.
@@ -371,5 +374,8 @@ def _curve_from_histograms(state, capacity, max_average, at_index) -> dict:
     recalled = jnp.einsum("nrt,nrj->tj", first, used.astype(first.dtype), precision=FULL_PRECISION)
     targets = _int32(state.targets)
     curve = curve_from_recalled(recalled, targets, num_videos, total, pcn, at_index, jnp.float32)
+    # Past int32, the budgets' scale max_average * videos would wrap: NaN, not a wrong curve.
+    in_range = num_videos <= np.iinfo(np.int32).max // max_average
+    curve = jax.tree.map(lambda x: jnp.where(in_range, x, jnp.nan), curve)
     targets = counting.to_integer(state.targets)
     return {**curve._asdict(), "videos": num_videos, "targets": targets}
