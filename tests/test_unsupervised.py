@@ -351,6 +351,18 @@ def test_contingency_table():
     np.testing.assert_array_equal(got, want)
 
 
+def test_64_bit_labels_beyond_int32_are_left_out_not_wrapped():
+    """Under jax_enable_x64 the labels were narrowed to int32 before their range was
+    tested: cluster 2**32 + 1 counted as cluster 1, target 2**32 as class 0."""
+    gt = np.array([0, 0, 1, 1, 2**32], np.int64)
+    pred = np.array([0, 0, 2**32 + 1, 1, 0], np.int64)
+    with jax.enable_x64():
+        got = np.asarray(M.contingency_table(gt, pred, num_classes=2, num_clusters=2))
+        cte = M.global_hungarian_scores(gt, pred, num_classes=2, num_clusters=2, f1=False)
+    np.testing.assert_array_equal(got, [[2, 0], [0, 1]])  # frames 2 and 4 left out
+    assert float(cte["mof"]) == 1.0  # 3 of the 3 frames inside the ranges
+
+
 # ------------------------------------------------------------------------------------------
 # Degenerate cases
 

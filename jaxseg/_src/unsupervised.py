@@ -62,15 +62,22 @@ def _inputs(targets, predictions, mask, num_classes, num_clusters):
     return targets, predictions, mask, num_classes, num_clusters
 
 
+def _index(labels, upper: int):
+    """``(labels + 1, inside)``: int32 table indices, and whether each label lies in
+    ``[-1, upper)``. The range is tested in the labels' own dtype: a 64-bit label narrowed to
+    int32 first would wrap onto a label inside it (``2**32 + 1`` onto 1)."""
+    inside = checks.at_least(labels, -1) & ~checks.at_least(labels, upper)
+    return labels.astype(jnp.int32) + 1, inside
+
+
 def shifted_labels(targets, predictions, mask, num_classes, num_clusters):
     """``(rows, cols, keep)``: table indices ``label + 1`` and the frames that count.
 
     A frame counts if it is valid and both labels lie in ``[-1, C)`` and ``[-1, K)``.
     """
-    rows = targets.astype(jnp.int32) + 1
-    cols = predictions.astype(jnp.int32) + 1
-    inside = (rows >= 0) & (rows <= num_classes) & (cols >= 0) & (cols <= num_clusters)
-    return rows, cols, mask & inside
+    rows, rows_inside = _index(targets, num_classes)
+    cols, cols_inside = _index(predictions, num_clusters)
+    return rows, cols, mask & rows_inside & cols_inside
 
 
 def pair_table(rows, cols, keep, num_rows, num_cols):
@@ -100,10 +107,9 @@ def label_tables(targets, predictions, mask, num_classes: int, num_clusters: int
     size = rows * cols * (1 if pooled else flat[0].shape[0])
 
     def cells_of(sequence, t, p):
-        t, p = t.astype(jnp.int32) + 1, p.astype(jnp.int32) + 1  # as shifted_labels
-        inside = (t >= 0) & (t < rows) & (p >= 0) & (p < cols)
+        (t, t_inside), (p, p_inside) = _index(t, num_classes), _index(p, num_clusters)
         offset = 0 if pooled else sequence * (rows * cols)
-        return [jnp.where(inside, offset + t * cols + p, size)]
+        return [jnp.where(t_inside & p_inside, offset + t * cols + p, size)]
 
     tables = sum_over_runs(*flat, cells_of, size)
     return jnp.reshape(tables, (rows, cols) if pooled else (*batch, rows, cols))
