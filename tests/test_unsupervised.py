@@ -351,6 +351,26 @@ def test_contingency_table():
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("protocol", ["global", "asot", "per-video"])
+def test_a_label_beyond_the_declared_ranges_is_named(protocol):
+    """Cluster 2 with num_clusters=2 (ids counted from 1, say) was left out of the table:
+    the other frames scored alone, MoF 2/3 where it is 3/4 (scipy matches cluster 2 to
+    class 1). A masked frame may hold anything."""
+    fn = {
+        "global": M.global_hungarian_scores,
+        "asot": M.asot_hungarian_scores,
+        "per-video": M.per_video_hungarian_scores,
+    }[protocol]
+    gt, pred = np.array([[0, 0, 1, 1, 1]]), np.array([[0, 0, 2, 0, 7]])
+    mask = np.array([[True, True, True, True, False]])
+    with pytest.raises(ValueError, match=r"^predictions\[0, 2\] = 2 lies outside \[-1, 2\) on a "):
+        fn(gt, pred, num_classes=2, num_clusters=2, mask=mask)
+    with pytest.raises(ValueError, match=r"^targets\[0, 3\] = -2 lies outside \[-1, 2\) on a "):
+        fn([[0, 0, 1, -2, 1]], [[0, 0, 1, 1, 1]], num_classes=2, num_clusters=2)
+    got = fn(gt, pred, num_classes=2, num_clusters=3, mask=mask)
+    assert float(np.asarray(got["mof"]).item()) == 0.75
+
+
 def test_64_bit_labels_beyond_int32_are_left_out_not_wrapped():
     """Under jax_enable_x64 the labels were narrowed to int32 before their range was
     tested: cluster 2**32 + 1 counted as cluster 1, target 2**32 as class 0."""
@@ -358,9 +378,11 @@ def test_64_bit_labels_beyond_int32_are_left_out_not_wrapped():
     pred = np.array([0, 0, 2**32 + 1, 1, 0], np.int64)
     with jax.enable_x64():
         got = np.asarray(M.contingency_table(gt, pred, num_classes=2, num_clusters=2))
-        cte = M.global_hungarian_scores(gt, pred, num_classes=2, num_clusters=2, f1=False)
+        # Under jit (called directly it names them): the frames outside are left out.
+        cte = jax.jit(functools.partial(M.global_hungarian_scores, num_classes=2, num_clusters=2))
+        mof = cte(gt, pred)["mof"]
     np.testing.assert_array_equal(got, [[2, 0], [0, 1]])  # frames 2 and 4 left out
-    assert float(cte["mof"]) == 1.0  # 3 of the 3 frames inside the ranges
+    assert float(mof) == 1.0  # 3 of the 3 frames inside the ranges
 
 
 # ------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
@@ -60,6 +61,25 @@ def _inputs(targets, predictions, mask, num_classes, num_clusters):
     if mask is None:
         mask = jnp.ones(targets.shape, jnp.bool_)
     return targets, predictions, mask, num_classes, num_clusters
+
+
+def _labels_within(arguments: dict) -> None:
+    """Host check of the protocols: on every valid frame, ``targets`` in ``[-1,
+    num_classes)`` and ``predictions`` in ``[-1, num_clusters)``. The tables leave such a
+    frame out, which would score the remaining frames as if it did not exist."""
+    mask = arguments["mask"]
+    for name, option in (("targets", "num_classes"), ("predictions", "num_clusters")):
+        labels, size = np.asarray(arguments[name]), arguments[option]
+        values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
+        outside = (values < -1) | (values >= size) if values.dtype.kind == "i" else values >= size
+        if mask is not None:
+            outside &= np.asarray(mask)
+        if outside.any():
+            where = tuple(int(i) for i in np.argwhere(outside)[0])
+            raise ValueError(
+                f"{name}{list(where)} = {int(labels[where])} lies outside [-1, {size}) on a "
+                f"valid frame; raise {option}, or leave the frame out with mask."
+            )
 
 
 def _index(labels, upper: int):
@@ -342,7 +362,7 @@ def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
     return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
 
 
-@one_program
+@one_program(host_check=_labels_within)
 def global_hungarian_scores(
     targets,
     predictions,
@@ -375,6 +395,8 @@ def global_hungarian_scores(
     Args:
       targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``, -1 = background.
       predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``.
+        A label outside these ranges on a valid frame raises ``ValueError``; under
+        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
@@ -509,7 +531,7 @@ def _asot_sequence(table, rows, cols, keep, videos, exclude_background, f1):
     return {**scores, "class_cluster": class_cluster}
 
 
-@one_program
+@one_program(host_check=_labels_within)
 def asot_hungarian_scores(
     targets,
     predictions,
@@ -535,6 +557,8 @@ def asot_hungarian_scores(
     Args:
       targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``.
       predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``.
+        A label outside these ranges on a valid frame raises ``ValueError``; under
+        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
@@ -637,7 +661,7 @@ def _finch_scores(table, divisor):
     }
 
 
-@one_program
+@one_program(host_check=_labels_within)
 def per_video_hungarian_scores(
     targets, predictions, *, num_classes: int, num_clusters: int, mask=None, iou_divisor=None
 ) -> dict:
@@ -658,6 +682,8 @@ def per_video_hungarian_scores(
         (this can change which absent values pad the table).
       predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``; they are
         relabelled densely in sorted order (FINCH's output already is).
+        A label outside these ranges on a valid frame raises ``ValueError``; under
+        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
