@@ -371,6 +371,35 @@ def test_a_label_beyond_the_declared_ranges_is_named(protocol):
     assert float(np.asarray(got["mof"]).item()) == 0.75
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "error", "message"),
+    [
+        ("segments_per_video", -2, ValueError, r"must be at least 1, got -2\.$"),
+        ("segments_per_video", 0, ValueError, r"must be at least 1, got 0\.$"),
+        ("segments_per_video", 2.5, TypeError, "must be integers, got dtype float32"),
+        ("segments_per_video", [2, 3], ValueError, r"must be a scalar, got shape \(2,\)\."),
+        ("iou_divisor", [3, 0], ValueError, r"must be at least 1, got 0 at index \(1,\)\.$"),
+        ("iou_divisor", 1.5, TypeError, "must be integers, got dtype float32"),
+        (
+            "iou_divisor",
+            [2, 2, 2],
+            ValueError,
+            r"must be broadcastable to shape \(2,\), got shape \(3,\)",
+        ),
+    ],
+)
+def test_divisors_outside_their_domain_are_named(option, value, error, message):
+    """segments_per_video=-2 gave F1 -2.0 (0: NaN), 2.5 was taken as is; an iou_divisor of 0
+    gave NaN, and one of the wrong shape an error about broadcasting that named nothing."""
+    fn = {
+        "segments_per_video": M.global_hungarian_scores,
+        "iou_divisor": M.per_video_hungarian_scores,
+    }[option]
+    gt, pred = [[0, 0, 1, 1], [1, 1, 0, 0]], [[1, 1, 0, 0], [0, 0, 0, 1]]
+    with pytest.raises(error, match=f"^{option} {message}"):
+        fn(gt, pred, num_classes=2, num_clusters=2, **{option: value})
+
+
 def test_64_bit_labels_beyond_int32_are_left_out_not_wrapped():
     """Under jax_enable_x64 the labels were narrowed to int32 before their range was
     tested: cluster 2**32 + 1 counted as cluster 1, target 2**32 as class 0."""

@@ -63,10 +63,36 @@ def _inputs(targets, predictions, mask, num_classes, num_clusters):
     return targets, predictions, mask, num_classes, num_clusters
 
 
+def _count(name: str, value, shape: tuple[int, ...]) -> jax.Array:
+    """``value``, integers broadcast to ``shape``; a float (truncated) or a shape that does
+    not broadcast (an obscure error, or silently more results) raises, naming ``name``."""
+    value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.integer):
+        raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        expected = f"broadcastable to shape {shape}" if shape else "a scalar"
+        raise ValueError(f"{name} must be {expected}, got shape {value.shape}.")
+    return jnp.broadcast_to(value, shape)
+
+
 def _labels_within(arguments: dict) -> None:
     """Host check of the protocols: on every valid frame, ``targets`` in ``[-1,
     num_classes)`` and ``predictions`` in ``[-1, num_clusters)``. The tables leave such a
-    frame out, which would score the remaining frames as if it did not exist."""
+    frame out, which would score the remaining frames as if it did not exist. And the
+    divisors ``segments_per_video`` / ``iou_divisor`` at least 1 (-2 gave F1 -2.0)."""
+    for name in ("segments_per_video", "iou_divisor"):
+        value = arguments.get(name)
+        if value is not None and (np.asarray(value) < 1).any():
+            small = np.asarray(value)
+            where = tuple(int(i) for i in np.argwhere(small < 1)[0])
+            raise ValueError(
+                f"{name} must be at least 1, got {small[where]}"
+                + (f" at index {where}." if where else ".")
+            )
     mask = arguments["mask"]
     for name, option in (("targets", "num_classes"), ("predictions", "num_clusters")):
         labels, size = np.asarray(arguments[name]), arguments[option]
@@ -402,7 +428,8 @@ def global_hungarian_scores(
       mask: optional bool ``[..., T]``, True = valid frame.
       exclude_background: static; CTE's background handling (see above).
       segments_per_video: CTE's K in F1's precision (the number of clusters the method was
-        asked for); int or int scalar array; default ``num_clusters``.
+        asked for); int or int scalar array, at least 1 (a concrete value below raises
+        ``ValueError``); default ``num_clusters``.
       f1: static; also compute F1 (its runs cost several times the table).
 
     Returns:
@@ -434,7 +461,9 @@ def global_hungarian_scores(
         targets, predictions, mask, num_classes, num_clusters
     )
     background = bool(exclude_background)
-    segments = jnp.asarray(K if segments_per_video is None else segments_per_video)
+    segments = _count(
+        "segments_per_video", K if segments_per_video is None else segments_per_video, ()
+    )
     table = label_tables(targets, predictions, mask, C, K, pooled=True)
     class_cluster, cluster_class, raw, bg = cte_matching(table, background)
     scores = _cte_frame_scores(table, class_cluster, bg)
@@ -687,7 +716,8 @@ def per_video_hungarian_scores(
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
-      iou_divisor: int or int ``[...]``, TW-FINCH's ``n_clusters`` (the K the videos were
+      iou_divisor: int or int array broadcasting to ``[...]``, at least 1 (a concrete value
+        below raises ``ValueError``), TW-FINCH's ``n_clusters`` (the K the videos were
         clustered to); default: the number of distinct clusters in each video.
 
     Returns:
@@ -711,7 +741,7 @@ def per_video_hungarian_scores(
         targets, predictions, mask, num_classes, num_clusters
     )
     batch = targets.shape[:-1]
-    divisor = None if iou_divisor is None else jnp.broadcast_to(jnp.asarray(iou_divisor), batch)
+    divisor = None if iou_divisor is None else _count("iou_divisor", iou_divisor, batch)
 
     def one(table, d):
         if d is None:
