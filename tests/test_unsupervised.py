@@ -329,6 +329,25 @@ def test_hungarian_matching_refuses_a_block_outside_the_table(options, error, me
         M.hungarian_matching([[1, 5, 0], [4, 4, 1]], **options)
 
 
+def test_hungarian_matching_leaves_a_row_without_a_finite_pair_unmatched():
+    """-inf forbids a pair. A row whose every pair is forbidden (scipy: "infeasible") was
+    given a column outside the table or the live block (col_for_row [2, 0] of a 2-column
+    table; row_for_col of a column not taking part); it has none now, and the other rows
+    are paired as scipy pairs the table without that row."""
+    inf = np.inf
+    table = np.array([[-inf, -inf, 7.0], [2.0, -inf, 1.0]], np.float32)
+    for solve in (M.hungarian_matching, jax.jit(M.hungarian_matching)):
+        col_for_row, row_for_col = solve(table, num_cols=2)
+        rows, cols = linear_sum_assignment(table[1:, :2], maximize=True)
+        assert (rows.tolist(), cols.tolist()) == ([0], [0])
+        assert np.asarray(col_for_row).tolist() == [-1, 0]
+        assert np.asarray(row_for_col).tolist() == [1, -1, -1]
+    with pytest.raises(ValueError, match=r"^table\[1, 0\] = nan: the table must hold finite"):
+        M.hungarian_matching([[1.0, 2.0], [np.nan, 0.0]])
+    with pytest.raises(ValueError, match=r"^table\[0, 1\] = inf: the table must hold finite"):
+        M.hungarian_matching([[1.0, inf], [3.0, 0.0]])
+
+
 def test_hungarian_matching_clips_a_traced_block_to_the_table():
     table = np.array([[1, 5, 0], [4, 4, 1]])
     solve = jax.jit(lambda r, c: M.hungarian_matching(table, num_rows=r, num_cols=c))

@@ -66,7 +66,9 @@ def match_block(cost, num_rows, num_cols):
     matrix = jnp.where(inside, padded, jnp.where(spare, 0.0, _OUTSIDE).astype(cost.dtype))
     cols = shortest_augmenting_paths(matrix)
     rows = jnp.arange(S, dtype=jnp.int32)
-    live = rows < live_rows
+    # A row left on an outside column has no partner: with forbidden (+inf cost) cells a
+    # row may have no finite one (scipy: "infeasible"), and that column is not in the block.
+    live = (rows < live_rows) & (cols < live_cols)
     partner = jnp.where(live, cols, -1)
     inverse = jnp.full(S, -1, jnp.int32).at[jnp.where(live, cols, S)].set(rows, mode="drop")
     col_for_row = jnp.where(transpose, inverse, partner)[:R]
@@ -217,7 +219,16 @@ def shortest_augmenting_paths(cost):
 
 
 def _block_within_table(arguments: dict) -> None:
-    """Host check of :func:`hungarian_matching`: ``0 <= num_rows <= R``, ``0 <= num_cols <= N``."""
+    """Host check of :func:`hungarian_matching`: ``0 <= num_rows <= R``, ``0 <= num_cols <= N``,
+    and no NaN or +inf in the table (scipy refuses them; the search would pair at random)."""
+    table = np.asarray(arguments["table"])
+    invalid = np.isnan(table) | (table == np.inf) if table.dtype.kind == "f" else None
+    if invalid is not None and invalid.any():
+        where = tuple(int(i) for i in np.argwhere(invalid)[0])
+        raise ValueError(
+            f"table{list(where)} = {table[where]}: the table must hold finite numbers "
+            "(or -inf for a pair that must not be matched)."
+        )
     R, N = np.shape(arguments["table"])[-2:]
     for name, size in (("num_rows", R), ("num_cols", N)):
         if arguments[name] is None:
@@ -253,7 +264,9 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
     tables below 2**24 (2**53 under ``jax_enable_x64``).
 
     Args:
-      table: ``[..., R, N]`` numbers to maximise (e.g. a :func:`contingency_table`).
+      table: ``[..., R, N]`` numbers to maximise (e.g. a :func:`contingency_table`), finite
+        or -inf for a pair that must not be matched. A NaN or +inf raises ``ValueError``
+        (under ``jax.jit`` it is a precondition).
       num_rows: optional int ``[...]``, rows taking part, in ``[0, R]``; default R. A
         concrete value outside raises ``ValueError``; a traced one is clipped there.
       num_cols: optional int ``[...]``, columns taking part, in ``[0, N]``; default N (the
@@ -261,7 +274,8 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
 
     Returns:
       ``(col_for_row, row_for_col)``: int32 ``[..., R]`` and ``[..., N]``, the partner of each
-      row and column, -1 where there is none.
+      row and column, -1 where there is none (also where -inf leaves a row no partner, a
+      table scipy calls infeasible).
 
     >>> col_for_row, row_for_col = hungarian_matching([[1, 5, 0], [4, 4, 1]])
     >>> col_for_row.tolist(), row_for_col.tolist()
