@@ -582,6 +582,16 @@ def test_per_video_accumulator_is_batch_invariant(protocol):
             assert _close(result[key], np.nanmean(values), 1e-6)
 
 
+def test_per_video_accumulator_refuses_the_other_protocols_option():
+    """exclude_background=True with TW-FINCH and iou_divisor= with ASOT were silently
+    ignored: the means kept the background frames, and the divisor changed nothing."""
+    with pytest.raises(ValueError, match=r"^exclude_background is ASOT's \(protocol='asot'\)"):
+        streaming.per_video_hungarian(num_classes=2, num_clusters=2, exclude_background=True)
+    acc = streaming.per_video_hungarian(num_classes=2, num_clusters=2, protocol="asot")
+    with pytest.raises(ValueError, match=r"^iou_divisor is TW-FINCH's \(protocol='twfinch'\)"):
+        acc.update(acc.init(), [[0, 0, 1, 1]], [[1, 1, 0, 0]], iou_divisor=3)
+
+
 @functools.partial(jax.jit, static_argnames=("num_classes", "num_clusters"))
 def _tables(targets, predictions, mask, num_classes, num_clusters):
     """The tables by runs (per row and pooled) and the plain frame-by-frame ones, per row."""

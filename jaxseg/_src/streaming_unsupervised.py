@@ -136,7 +136,8 @@ def per_video_hungarian(
         keys ``mof``, ``iou``, ``f1``; ``update`` takes ``iou_divisor=``) or ``"asot"``
         (:func:`jaxseg.metrics.asot_hungarian_scores` with ``mode="per"``, keys ``mof``,
         ``miou``, ``f1``).
-      exclude_background: static, ASOT only: remove frames whose target is -1.
+      exclude_background: static, ASOT only (``ValueError`` with ``"twfinch"``): remove
+        frames whose target is -1.
 
     Returns:
       An :class:`~jaxseg.streaming.Accumulator`; ``compute`` gives the mean of each
@@ -154,6 +155,10 @@ def per_video_hungarian(
     protocol = checks.static_choice("protocol", protocol, PER_VIDEO_PROTOCOLS)
     keys = ("mof", "iou", "f1") if protocol == "twfinch" else ("mof", "miou", "f1")
     exclude = bool(exclude_background)
+    if exclude and protocol == "twfinch":  # TW-FINCH scores -1 as a class: it was ignored
+        raise ValueError(
+            "exclude_background is ASOT's (protocol='asot'); TW-FINCH scores background as a class."
+        )
 
     def init():
         return PerVideoState(counting.zeros(len(keys)), counting.zeros(len(keys)), counting.zeros())
@@ -162,6 +167,8 @@ def per_video_hungarian(
         kw = dict(num_classes=C, num_clusters=K, mask=mask)
         if protocol == "twfinch":
             scores = per_video_hungarian_scores(targets, predictions, iou_divisor=iou_divisor, **kw)
+        elif iou_divisor is not None:  # ASOT divides by the classes: it was ignored
+            raise ValueError("iou_divisor is TW-FINCH's (protocol='twfinch'); ASOT takes none.")
         else:
             scores = asot_hungarian_scores(
                 targets, predictions, mode="per", exclude_background=exclude, **kw
