@@ -3,8 +3,10 @@
 :func:`shortest_augmenting_paths` is the algorithm of scipy's ``linear_sum_assignment``
 (Crouse 2016): the same row order, the same column scan order and the same rule on ties. On
 the same cost matrix it therefore returns the same pairs as scipy, ties included, as long as
-the arithmetic is exact (integer costs below 2**24 in float32, 2**53 under
-``jax_enable_x64``). The references of the unsupervised protocols call scipy on tables of only
+the arithmetic is exact: the path lengths and dual variables it sums from integer costs must
+stay below 2**24 in float32 (2**53 under ``jax_enable_x64``). They exceed the largest cost:
+a 3 x 3 table of entries just below 2**24 already misses scipy's optimum by one in float32.
+The references of the unsupervised protocols call scipy on tables of only
 the labels that occur; :func:`match_block` embeds such a table of dynamic size in a static
 matrix without changing any decision of the algorithm.
 """
@@ -260,8 +262,10 @@ def hungarian_matching(table, *, num_rows=None, num_cols=None):
     ``num_rows`` rows and the first ``num_cols`` columns, matching ``min(num_rows, num_cols)``
     pairs (a rectangular table leaves the surplus rows or columns unmatched). Among optimal
     matchings the one returned is the one ``scipy.optimize.linear_sum_assignment(table,
-    maximize=True)`` returns (same algorithm, same tie rule), deterministic, exact for integer
-    tables below 2**24 (2**53 under ``jax_enable_x64``).
+    maximize=True)`` returns (same algorithm, same tie rule), deterministic, and exact for
+    integer tables while the sums the algorithm forms stay below 2**24 (2**53 under
+    ``jax_enable_x64``). Those sums exceed the largest entry (a 3 x 3 table of entries just
+    below 2**24 misses scipy's optimum by 1): for counts in the millions, enable x64.
 
     Args:
       table: ``[..., R, N]`` numbers to maximise (e.g. a :func:`contingency_table`), finite
