@@ -420,16 +420,14 @@ def global_hungarian_scores(
 
     Args:
       targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``, -1 = background.
-      predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``.
-        A label outside these ranges on a valid frame raises ``ValueError``; under
-        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
+      predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``. A label outside
+        either range on a valid frame raises ``ValueError`` (under ``jax.jit``: left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
       exclude_background: static; CTE's background handling (see above).
       segments_per_video: CTE's K in F1's precision (the number of clusters the method was
-        asked for); int or int scalar array, at least 1 (a concrete value below raises
-        ``ValueError``); default ``num_clusters``.
+        asked for); int or int scalar array >= 1 (``ValueError`` below); default K.
       f1: static; also compute F1 (its runs cost several times the table).
 
     Returns:
@@ -439,8 +437,7 @@ def global_hungarian_scores(
       entry ``i`` belongs to label ``i - 1`` and holds the matched label plus one (0 =
       cluster/class -1, -1 = none).
 
-    >>> r = global_hungarian_scores([[0, 0, 1, 1]], [[3, 3, 2, 2]], num_classes=2,
-    ...                             num_clusters=4)
+    >>> r = global_hungarian_scores([[0, 0, 1, 1]], [[3, 3, 2, 2]], num_classes=2, num_clusters=4)
     >>> float(r["mof"]), float(r["iou"])
     (1.0, 1.0)
 
@@ -461,9 +458,8 @@ def global_hungarian_scores(
         targets, predictions, mask, num_classes, num_clusters
     )
     background = bool(exclude_background)
-    segments = _count(
-        "segments_per_video", K if segments_per_video is None else segments_per_video, ()
-    )
+    segments = K if segments_per_video is None else segments_per_video
+    segments = _count("segments_per_video", segments, ())
     table = label_tables(targets, predictions, mask, C, K, pooled=True)
     class_cluster, cluster_class, raw, bg = cte_matching(table, background)
     scores = _cte_frame_scores(table, class_cluster, bg)
@@ -585,9 +581,8 @@ def asot_hungarian_scores(
 
     Args:
       targets: integer ``[..., T]`` class labels in ``[-1, num_classes)``.
-      predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``.
-        A label outside these ranges on a valid frame raises ``ValueError``; under
-        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
+      predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``. A label outside
+        either range on a valid frame raises ``ValueError`` (under ``jax.jit``: left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
@@ -710,9 +705,8 @@ def per_video_hungarian_scores(
         -1 has all its labels shifted up by one first, as TW-FINCH's ``read_gt_label`` does
         (this can change which absent values pad the table).
       predictions: integer ``[..., T]`` cluster ids in ``[-1, num_clusters)``; they are
-        relabelled densely in sorted order (FINCH's output already is).
-        A label outside these ranges on a valid frame raises ``ValueError``; under
-        ``jax.jit``, where values are not seen, it is a precondition (the frame is left out).
+        relabelled densely in sorted order (FINCH's output already is). A label outside
+        either range on a valid frame raises ``ValueError`` (under ``jax.jit``: left out).
       num_classes: static number of classes C.
       num_clusters: static number of clusters K.
       mask: optional bool ``[..., T]``, True = valid frame.
