@@ -121,6 +121,22 @@ def test_frame_ap_with_ties_follows_the_data_order_like_the_batch_metric(interpo
         np.testing.assert_array_equal(got["map"], batch.mean)
 
 
+def test_frame_ap_refuses_float_targets_like_the_batch_metric():
+    """Soft float targets (0.05 / 0.9) were taken as nonzero = positive: every frame a
+    positive of every class, AP 1.0. They raise TypeError naming targets, as in
+    mean_average_precision."""
+    targets = np.array([[0.9, 0.05], [0.05, 0.9]], np.float32)
+    scores = np.array([[0.9, 0.1], [0.8, 0.7]], np.float32)
+    for accumulator in (
+        S.frame_average_precision(num_classes=2, capacity=4),
+        S.frame_average_precision(num_classes=2, num_thresholds=4),
+    ):
+        with pytest.raises(TypeError, match="targets must be bool or integer"):
+            accumulator.update(accumulator.init(), targets, scores)
+    with pytest.raises(TypeError, match="targets must be bool or integer"):
+        M.mean_average_precision(targets, scores)
+
+
 def test_frame_ap_binned_is_exact_on_the_grid():
     batches = _frames(grid=16)  # scores already on the bin grid: binning loses nothing
     result, merged = _run(S.frame_average_precision(num_classes=5, num_thresholds=16), batches)

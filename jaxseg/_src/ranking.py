@@ -516,7 +516,8 @@ def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.A
 # --------------------------------------------------------------------------------------------
 # Argument handling
 # --------------------------------------------------------------------------------------------
-def _binary_targets(name, value):
+def binary_targets(name, value):
+    """``value`` as bool (nonzero = positive); floats raise ``TypeError`` naming ``name``."""
     value = jnp.asarray(value)
     if not (value.dtype == jnp.bool_ or jnp.issubdtype(value.dtype, jnp.integer)):
         raise TypeError(f"{name} must be bool or integer (nonzero = positive), got {value.dtype}.")
@@ -524,7 +525,7 @@ def _binary_targets(name, value):
 
 
 def _rows(targets, scores, *, min_ndim=1):
-    targets = _binary_targets("targets", targets)
+    targets = binary_targets("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=min_ndim)
     checks.same_shape("targets", targets, "scores", scores)
     return targets, scores

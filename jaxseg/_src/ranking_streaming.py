@@ -35,6 +35,7 @@ from jaxseg._src.numerics import nanmean, safe_divide
 from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
+    binary_targets,
     nanmean_classes,
     recall_reaches,
     scored_classes,
@@ -341,14 +342,15 @@ def _binned_cap(positives, negatives):
 def _frame_rows(targets, scores, mask, num_classes, ambiguous):
     """One update's frames as rows: multi-hot ``bool[M, C]``, scores ``float32[M, C]`` and
     ``valid`` ``bool[M]`` (in the mask, and no ``ambiguous`` class positive)."""
-    targets = jnp.asarray(targets)
+    # bool or integer only, as the batch metrics: soft float targets would all be positive
+    targets = binary_targets("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=2)
     if scores.shape[-1] != num_classes or targets.shape != scores.shape:
         raise ValueError(
             f"targets and scores must both have shape [..., N, {num_classes}], got "
             f"{targets.shape} and {scores.shape}."
         )
-    targets = (targets != 0).reshape(-1, num_classes)
+    targets = targets.reshape(-1, num_classes)
     valid = checks.as_valid(mask, scores.shape[:-1]).reshape(-1)
     return targets, scores.reshape(-1, num_classes), without_ambiguous(valid, targets, ambiguous)
 
