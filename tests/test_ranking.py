@@ -451,6 +451,29 @@ def test_ap_degenerate_values():
 
 
 @pytest.mark.parametrize("interpolation", ["step", "11point", "all_point"])
+def test_ap_without_entries_is_that_of_entries_all_masked(interpolation):
+    """An empty entry axis (N = 0) with num_positives gave NaN, but every entry masked gave
+    0: nothing ranked, recall 0 of num_positives (ActivityNet: no prediction, AP 0)."""
+    num_positives = np.array([3, 0])
+    masked = M.average_precision(
+        np.ones((2, 2), int),
+        np.ones((2, 2)),
+        mask=np.zeros((2, 2), bool),
+        num_positives=num_positives,
+        interpolation=interpolation,
+    )
+    empty = M.average_precision(
+        np.zeros((2, 0), int),
+        np.zeros((2, 0)),
+        num_positives=num_positives,
+        interpolation=interpolation,
+    )
+    want = [0.0, np.nan]  # 0 of 3 positives retrieved; no positive at all: 0/0
+    np.testing.assert_array_equal(masked, want)
+    np.testing.assert_array_equal(empty, want)
+
+
+@pytest.mark.parametrize("interpolation", ["step", "11point", "all_point"])
 def test_ap_with_fewer_num_positives_than_positives_is_nan(interpolation):
     """A recall denominator below the positives scored would give AP 2.0 (or -2.0 for -1)."""
     targets, scores = np.array([[1, 1], [1, 0]]), np.array([[0.1, 0.2], [0.1, 0.2]])

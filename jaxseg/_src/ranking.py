@@ -484,7 +484,10 @@ def ap_rows(rows: Rows, *, interpolation: str, num_positives=None) -> jax.Array:
     and valid (bool), one column per ranking: a function rather than arrays, so that they are
     computed where they are used (by the sort's first pass, after reductions over ``N``)."""
     if (empty := _no_entries(rows)) is not None:
-        return empty
+        if num_positives is None:
+            return empty
+        # nothing ranked, as when every entry is masked: recall 0 of num_positives
+        return safe_divide(jnp.zeros_like(empty), num_positives.astype(jnp.float32), jnp.nan)
     if interpolation == "step":
         return _step_ap(_rank_grouped(rows, (_precision_sum,))[0], num_positives)
     targets, scores, valid = (x.T for x in rows())
