@@ -15,6 +15,7 @@ from conftest import golden_path
 from sklearn import metrics as skm
 
 from jaxseg import metrics as M
+from jaxseg import streaming as S
 from jaxseg._src import ranking
 
 N_AP = 512  # every AP row is padded to this length (one compile per interpolation)
@@ -655,6 +656,20 @@ def test_top_k_targets_outside_the_classes_never_score():
     acc = streaming.top_k(k=(1, 3))
     state = jax.jit(acc.update)(acc.init(), targets, scores)
     np.testing.assert_allclose(acc.compute(state)["accuracy"], [1 / 3] * 2)
+
+
+def test_top_k_with_k_past_int32_takes_every_class():
+    """k >= C is always correct for a target in [0, C); a k of 2**31 or more raised
+    OverflowError from inside the comparison with the int32 ranks."""
+    scores = np.array([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4]], np.float32)
+    targets = np.array([2, 5])  # a hit at any k >= 2, and a target that names no class
+    want = [0.5, 0.5, 0.5]  # reference: sklearn's rule for the known target, a miss for 5
+    assert ref.top_k_correct(2, scores[0], 3)
+    ks = (3, 2**31, 2**40)
+    np.testing.assert_array_equal(M.top_k_accuracy(targets, scores, k=ks), want)
+    accumulator = S.top_k(k=ks)
+    state = accumulator.update(accumulator.init(), targets, scores)
+    np.testing.assert_array_equal(accumulator.compute(state)["accuracy"], want)
 
 
 def test_top_k_accuracy_is_the_correctly_rounded_quotient():

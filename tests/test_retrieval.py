@@ -168,3 +168,17 @@ def test_mrr_is_the_same_bits_in_any_query_order_and_any_split(ties):
     for i, row in enumerate(np.split(np.arange(300), 3)):
         alone = M.mean_reciprocal_rank(sim[row], targets=targets[row], mask=mask[row], ties=ties)
         assert np.asarray(batched[i]).tobytes() == alone.tobytes()
+
+
+def test_recall_with_k_past_int32_takes_every_item():
+    """A k of 2**31 or more raised OverflowError from the comparison with the ranks; k >= I
+    takes every item, so only a match that is no item misses."""
+    sim = np.array([[0.1, 0.9, 0.5], [0.7, 0.2, 0.3]], np.float32)
+    targets = np.array([0, 7])
+    want = [0.5, 0.5, 0.5]  # query 0 ranks 2 (< 3 = I); query 1's match is no item
+    assert ref.retrieval_rank(sim[0], 0) == 2
+    ks = (3, 2**31, 2**40)
+    np.testing.assert_array_equal(M.recall_at_k(sim, k=ks, targets=targets), want)
+    accumulator = S.retrieval(num_items=3, k=ks)
+    state = accumulator.update(accumulator.init(), sim, targets=targets)
+    np.testing.assert_array_equal(accumulator.compute(state)["recall"], want)

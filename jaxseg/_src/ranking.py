@@ -871,5 +871,6 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     # a target outside [0, C) names no class: it never scores (it used to be clipped onto one)
     known = checks.in_label_range(targets, num_classes)
     rank = jnp.where(known, rank, jnp.iinfo(jnp.int32).max)
-    hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
+    # k past C takes every class; capped, so that a k past int32 is no OverflowError
+    hits = [jnp.sum(valid & (rank < min(kk, num_classes)), axis=-1, dtype=jnp.int32) for kk in ks]
     return jnp.stack(hits, axis=-1)

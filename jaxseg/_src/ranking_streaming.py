@@ -247,8 +247,11 @@ def retrieval(
             return rank[jnp.minimum(index, size)]
 
         median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
+        # k past num_items takes every item; capped, so that a k past int32 is no OverflowError
         return {
-            "recall": jnp.stack([mean((rank < kk).astype(jnp.float32)) for kk in ks]),
+            "recall": jnp.stack(
+                [mean((rank < min(kk, num_items)).astype(jnp.float32)) for kk in ks]
+            ),
             "mean_reciprocal_rank": reciprocal_rank_mean(counts),
             "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),

@@ -162,7 +162,9 @@ def recall_at_k(
     """
     ks = checks.static_positive_ints("k", k)
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
-    hits = [_query_mean((rank < kk).astype(jnp.float32), valid) for kk in ks]
+    # k past I takes every item; capped, so that a k past int32 is no OverflowError
+    num_items = jnp.shape(similarity)[-1]
+    hits = [_query_mean((rank < min(kk, num_items)).astype(jnp.float32), valid) for kk in ks]
     return jnp.stack(hits, axis=-1)
 
 
