@@ -529,6 +529,19 @@ def test_top_k_ranks_subnormal_scores_above_zero():
     np.testing.assert_array_equal(got, want)
 
 
+def test_top_k_ranks_float64_subnormal_scores_above_zero():
+    """Under x64, float64 scores were compared as floats, which XLA's CPU code flushes to
+    zero: 5e-324 tied with 0 and lost the tie (scikit-learn ranks it first)."""
+    scores = np.array([[0.0, 5e-324, 0.0], [1e-310, 0.0, -0.0]])
+    targets = np.array([1, 0])
+    want = skm.top_k_accuracy_score(targets, scores, k=1, labels=np.arange(3))
+    assert want == 1.0
+    with jax.enable_x64(True):
+        got = M.top_k_accuracy(jax.numpy.asarray(targets), jax.numpy.asarray(scores), k=1)
+        assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [want])
+
+
 def test_top_k_errors():
     with pytest.raises(ValueError, match="k must"):
         M.top_k_accuracy(np.zeros(3, int), np.ones((3, 4)), k=(0,))

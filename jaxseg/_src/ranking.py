@@ -821,8 +821,8 @@ def top_k_accuracy(
 
     The rank of the target is the number of classes with a higher score plus the number of
     tied classes with a higher index (scikit-learn's rule: ties go to the higher index).
-    A row is correct at ``k`` when that rank is below ``k``; no sort is needed. float32 scores
-    are compared by their bits, so a subnormal score ranks above 0 as on the host (XLA's CPU
+    A row is correct at ``k`` when that rank is below ``k``; no sort is needed. Scores are
+    compared by their bits, so a subnormal score ranks above 0 as on the host (XLA's CPU
     code flushes subnormals to zero in float comparisons).
 
     Args:
@@ -863,8 +863,9 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     num_classes = scores.shape[-1]
     index = lax.broadcasted_iota(jnp.int32, scores.shape, scores.ndim - 1)
     target = targets.astype(jnp.int32)[..., None]
-    # float32 scores are compared by their bits (subnormal scores above 0, as on the host)
-    keys = -scores if scores.dtype == jnp.float64 else descending_keys(scores)
+    # scores are compared by their bits (subnormal scores above 0, as on the host): float64
+    # ones too, which XLA's CPU code flushes to zero as well
+    keys = descending_keys(scores)
     target_key = jnp.take_along_axis(keys, jnp.clip(target, 0, num_classes - 1), axis=-1)
     ahead = (keys < target_key) | ((keys == target_key) & (index > target))
     rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
