@@ -487,6 +487,19 @@ def test_ap_with_fewer_num_positives_than_positives_is_nan(interpolation):
         assert np.isnan(ap[0]) and 0.0 < ap[1] < 1.0
 
 
+def test_eleven_point_ap_with_num_positives_past_2_27():
+    """``10 * tp`` and ``tenth * num_positives`` wrapped past int32: 2 positives found of
+    2**28 reached recall 0.2 and 0.4, and 11-point AP read 4/11 instead of 1/11."""
+    targets, scores = np.array([1, 0, 1]), np.array([0.9, 0.5, 0.4])
+    for num_positives in (2**27, 2**28, 2**31 - 1):
+        want = ref.eleven_point_ap(targets, scores, num_positives)
+        got = M.average_precision(
+            targets, scores, num_positives=num_positives, interpolation="11point"
+        )
+        assert float(got) == pytest.approx(want, rel=1e-6)
+    assert ref.eleven_point_ap(targets, scores, 2**28) == pytest.approx(1 / 11)
+
+
 def test_ap_errors_name_the_argument():
     with pytest.raises(ValueError, match="interpolation"):
         M.average_precision(np.ones(3, int), np.ones(3), interpolation="trapezoid")

@@ -450,10 +450,13 @@ def recall_reaches(tp, num_positives, tenth: int):
 
     ``np.linspace(0, 1, 11)`` holds 0.30000000000000004, 0.6000000000000001 and
     0.7000000000000001, which a recall of exactly 3/10, 6/10, 7/10 does not reach.
-    Exact for ``num_positives < 2**27``.
+    Exact for every int32 count (and float counts below 2**24): ``10 tp >= tenth npos`` is
+    decided as ``10 (tp - tenth q) >= tenth r`` with ``npos = 10 q + r``, where only the sign
+    and the few values of ``tp - tenth q`` near 0 matter (``10 tp`` wrapped past int32).
     """
-    lhs = 10 * tp
-    rhs = tenth * num_positives
+    q, r = num_positives // 10, num_positives % 10
+    lhs = 10 * jnp.clip(tp - tenth * q, -10, 10)
+    rhs = tenth * r
     return (lhs > rhs) if tenth in (3, 6, 7) else (lhs >= rhs)
 
 
