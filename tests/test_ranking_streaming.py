@@ -150,6 +150,29 @@ def test_frame_ap_binned_is_exact_on_the_grid():
         S.frame_average_precision(num_classes=5)
 
 
+def test_binned_modes_put_a_score_of_one_in_the_top_bin():
+    """The docstrings said the scores were rounded down to multiples of 1 / B, which keeps
+    1.0 apart from 0.95 (B = 10); a score of 1 falls in the top bin, as 0.9 does: a
+    positive at 1.0 tied with a negative at 0.95 (AP 0.5, not 1.0)."""
+    targets, scores = np.array([1, 0]), np.array([1.0, 0.95], np.float32)
+    want = ref.step_ap(targets, [0.9, 0.9])
+    assert want == 0.5 and ref.step_ap(targets, [1.0, 0.9]) == 1.0
+    frames = S.frame_average_precision(num_classes=1, num_thresholds=10)
+    state = frames.update(frames.init(), targets[:, None], scores[:, None])
+    assert float(frames.compute(state)["map"]) == want
+    detections = S.detection(num_classes=1, iou_thresholds=(0.5,), num_thresholds=10)
+    state = detections.update(
+        detections.init(),
+        np.array([[[0.0, 10.0]]]),
+        np.array([[0]]),
+        np.array([[[0.0, 10.0], [50.0, 60.0]]]),
+        np.array([[0, 0]]),
+        scores[None],
+    )
+    # one bin holds the hit and the miss, entering together: precision 1/2 at recall 1
+    assert float(detections.compute(state)["map"][0]) == 0.5
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_dense_means_equal_the_batch_metric_bit_for_bit(seed):
     """Means over classes add in one order for a ``[C]`` row and a ``[B, C]`` batch (XLA's

@@ -4,7 +4,8 @@ Additive states (exact counts) for dense metrics, top-k and retrieval (a histogr
 AP-type metrics need every score: ``capacity=`` keeps them in a fixed-size buffer (exact;
 beyond the capacity the results are NaN and ``overflow`` counts the entries that did not fit),
 ``num_thresholds=`` keeps per-bin counts (additive; the result is exactly the metric of the
-scores rounded down to the grid ``j / num_thresholds``, ties in a bin entering together).
+scores rounded down to the grid ``j / num_thresholds``, a score of 1 falling in the top bin
+with those from ``1 - 1 / num_thresholds``, ties in a bin entering together).
 """
 
 from __future__ import annotations
@@ -474,8 +475,9 @@ def frame_average_precision(
         metric, so merge and update in data order (``"step"`` takes ties together).
       num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
         cAP are exactly those of the scores rounded down to multiples of
-        ``1 / num_thresholds``; ``merge`` adds and ``jax.lax.psum`` works. AP changes only
-        where a bin holds a positive and a negative of different scores. A frame with a
+        ``1 / num_thresholds``, a score of 1 to ``1 - 1 / num_thresholds`` (the top bin);
+        ``merge`` adds and ``jax.lax.psum`` works. AP changes only where a bin holds a
+        positive and a negative of different scores. A frame with a
         score outside [0, 1] or NaN (logits) has no bin: ``overflow`` counts it, and every
         result is NaN.
       interpolation: static AP interpolation in exact mode (binned mode is ``"step"``).
@@ -672,8 +674,9 @@ def detection(
         the order the predictions arrived, as in the batch metric (the reference's stable
         sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order.
       num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
-        the AP of scores rounded down to multiples of ``1 / num_thresholds``, the
-        predictions of a bin entering together). A prediction with a score outside [0, 1] or
+        the AP of scores rounded down to multiples of ``1 / num_thresholds``, a score of 1
+        to ``1 - 1 / num_thresholds`` (the top bin), the predictions of a bin entering
+        together). A prediction with a score outside [0, 1] or
         NaN has no bin: ``overflow`` counts it, and every result is NaN.
       interpolation: static ``"all_point"`` or ``"11point"``.
       matching: static ``"activitynet"`` or ``"voc"``.
