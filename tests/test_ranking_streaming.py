@@ -87,6 +87,17 @@ def _frames(num_batches=4, n=40, c=5, grid=None):
     return batches
 
 
+def test_top_k_without_classes_counts_misses_like_the_function():
+    """Scores of no class (``[N, 0]``) raised ZeroDivisionError in the update; every valid
+    row is a miss, as in top_k_accuracy (a target names no class)."""
+    targets, scores = np.array([[0, 1], [2, 0]]), np.zeros((2, 2, 0), np.float32)
+    accumulator = S.top_k(k=(1, 5))
+    result = accumulator.compute(accumulator.update(accumulator.init(), targets, scores))
+    assert int(result["rows"]) == 4
+    np.testing.assert_array_equal(result["accuracy"], [0.0, 0.0])
+    np.testing.assert_array_equal(M.top_k_accuracy(targets, scores, k=(1, 5)), [[0, 0], [0, 0]])
+
+
 def test_frame_ap_exact_equals_direct_and_reports_overflow():
     batches = _frames()
     kw = dict(num_classes=5, background=(0,), ambiguous=(4,))

@@ -166,8 +166,9 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
         scores = checks.as_float("scores", scores, min_ndim=1)
         if scores.shape[:-1] != targets.shape:
             raise ValueError(f"scores must have shape {targets.shape} + (C,), got {scores.shape}.")
+        n = targets.size  # not -1: a reshape of no classes to (-1, 0) divides by 0
         correct = top_k_hits(
-            targets.reshape(-1), scores.reshape(-1, scores.shape[-1]), valid.reshape(-1), ks
+            targets.reshape(n), scores.reshape(n, scores.shape[-1]), valid.reshape(n), ks
         )
         rows = _total(valid)
         return TopKState(counting.add(state.correct, correct), counting.add(state.rows, rows))
