@@ -15,6 +15,7 @@ from conftest import golden_path
 from sklearn import metrics as skm
 
 from jaxseg import metrics as M
+from jaxseg import streaming as S
 from jaxseg._src import ranking
 
 N_AP = 512  # every AP row is padded to this length (one compile per interpolation)
@@ -451,6 +452,29 @@ def test_ap_degenerate_values():
 
 
 @pytest.mark.parametrize("interpolation", ["step", "11point", "all_point"])
+def test_ap_without_entries_is_that_of_entries_all_masked(interpolation):
+    """An empty entry axis (N = 0) with num_positives gave NaN, but every entry masked gave
+    0: nothing ranked, recall 0 of num_positives (ActivityNet: no prediction, AP 0)."""
+    num_positives = np.array([3, 0])
+    masked = M.average_precision(
+        np.ones((2, 2), int),
+        np.ones((2, 2)),
+        mask=np.zeros((2, 2), bool),
+        num_positives=num_positives,
+        interpolation=interpolation,
+    )
+    empty = M.average_precision(
+        np.zeros((2, 0), int),
+        np.zeros((2, 0)),
+        num_positives=num_positives,
+        interpolation=interpolation,
+    )
+    want = [0.0, np.nan]  # 0 of 3 positives retrieved; no positive at all: 0/0
+    np.testing.assert_array_equal(masked, want)
+    np.testing.assert_array_equal(empty, want)
+
+
+@pytest.mark.parametrize("interpolation", ["step", "11point", "all_point"])
 def test_ap_with_fewer_num_positives_than_positives_is_nan(interpolation):
     """A recall denominator below the positives scored would give AP 2.0 (or -2.0 for -1)."""
     targets, scores = np.array([[1, 1], [1, 0]]), np.array([[0.1, 0.2], [0.1, 0.2]])
@@ -461,6 +485,19 @@ def test_ap_with_fewer_num_positives_than_positives_is_nan(interpolation):
             )
         )
         assert np.isnan(ap[0]) and 0.0 < ap[1] < 1.0
+
+
+def test_eleven_point_ap_with_num_positives_past_2_27():
+    """``10 * tp`` and ``tenth * num_positives`` wrapped past int32: 2 positives found of
+    2**28 reached recall 0.2 and 0.4, and 11-point AP read 4/11 instead of 1/11."""
+    targets, scores = np.array([1, 0, 1]), np.array([0.9, 0.5, 0.4])
+    for num_positives in (2**27, 2**28, 2**31 - 1):
+        want = ref.eleven_point_ap(targets, scores, num_positives)
+        got = M.average_precision(
+            targets, scores, num_positives=num_positives, interpolation="11point"
+        )
+        assert float(got) == pytest.approx(want, rel=1e-6)
+    assert ref.eleven_point_ap(targets, scores, 2**28) == pytest.approx(1 / 11)
 
 
 def test_ap_errors_name_the_argument():
@@ -503,6 +540,19 @@ def test_top_k_ranks_subnormal_scores_above_zero():
     want = [skm.top_k_accuracy_score(targets, scores, k=k, labels=np.arange(3)) for k in (1, 2)]
     np.testing.assert_array_equal(got, [0.5, 0.5])
     np.testing.assert_array_equal(got, want)
+
+
+def test_top_k_ranks_float64_subnormal_scores_above_zero():
+    """Under x64, float64 scores were compared as floats, which XLA's CPU code flushes to
+    zero: 5e-324 tied with 0 and lost the tie (scikit-learn ranks it first)."""
+    scores = np.array([[0.0, 5e-324, 0.0], [1e-310, 0.0, -0.0]])
+    targets = np.array([1, 0])
+    want = skm.top_k_accuracy_score(targets, scores, k=1, labels=np.arange(3))
+    assert want == 1.0
+    with jax.enable_x64(True):
+        got = M.top_k_accuracy(jax.numpy.asarray(targets), jax.numpy.asarray(scores), k=1)
+        assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, [want])
 
 
 def test_top_k_errors():
@@ -632,6 +682,20 @@ def test_top_k_targets_outside_the_classes_never_score():
     acc = streaming.top_k(k=(1, 3))
     state = jax.jit(acc.update)(acc.init(), targets, scores)
     np.testing.assert_allclose(acc.compute(state)["accuracy"], [1 / 3] * 2)
+
+
+def test_top_k_with_k_past_int32_takes_every_class():
+    """k >= C is always correct for a target in [0, C); a k of 2**31 or more raised
+    OverflowError from inside the comparison with the int32 ranks."""
+    scores = np.array([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4]], np.float32)
+    targets = np.array([2, 5])  # a hit at any k >= 2, and a target that names no class
+    want = [0.5, 0.5, 0.5]  # reference: sklearn's rule for the known target, a miss for 5
+    assert ref.top_k_correct(2, scores[0], 3)
+    ks = (3, 2**31, 2**40)
+    np.testing.assert_array_equal(M.top_k_accuracy(targets, scores, k=ks), want)
+    accumulator = S.top_k(k=ks)
+    state = accumulator.update(accumulator.init(), targets, scores)
+    np.testing.assert_array_equal(accumulator.compute(state)["accuracy"], want)
 
 
 def test_top_k_accuracy_is_the_correctly_rounded_quotient():

@@ -87,6 +87,17 @@ def _frames(num_batches=4, n=40, c=5, grid=None):
     return batches
 
 
+def test_top_k_without_classes_counts_misses_like_the_function():
+    """Scores of no class (``[N, 0]``) raised ZeroDivisionError in the update; every valid
+    row is a miss, as in top_k_accuracy (a target names no class)."""
+    targets, scores = np.array([[0, 1], [2, 0]]), np.zeros((2, 2, 0), np.float32)
+    accumulator = S.top_k(k=(1, 5))
+    result = accumulator.compute(accumulator.update(accumulator.init(), targets, scores))
+    assert int(result["rows"]) == 4
+    np.testing.assert_array_equal(result["accuracy"], [0.0, 0.0])
+    np.testing.assert_array_equal(M.top_k_accuracy(targets, scores, k=(1, 5)), [[0, 0], [0, 0]])
+
+
 def test_frame_ap_exact_equals_direct_and_reports_overflow():
     batches = _frames()
     kw = dict(num_classes=5, background=(0,), ambiguous=(4,))
@@ -121,6 +132,22 @@ def test_frame_ap_with_ties_follows_the_data_order_like_the_batch_metric(interpo
         np.testing.assert_array_equal(got["map"], batch.mean)
 
 
+def test_frame_ap_refuses_float_targets_like_the_batch_metric():
+    """Soft float targets (0.05 / 0.9) were taken as nonzero = positive: every frame a
+    positive of every class, AP 1.0. They raise TypeError naming targets, as in
+    mean_average_precision."""
+    targets = np.array([[0.9, 0.05], [0.05, 0.9]], np.float32)
+    scores = np.array([[0.9, 0.1], [0.8, 0.7]], np.float32)
+    for accumulator in (
+        S.frame_average_precision(num_classes=2, capacity=4),
+        S.frame_average_precision(num_classes=2, num_thresholds=4),
+    ):
+        with pytest.raises(TypeError, match="targets must be bool or integer"):
+            accumulator.update(accumulator.init(), targets, scores)
+    with pytest.raises(TypeError, match="targets must be bool or integer"):
+        M.mean_average_precision(targets, scores)
+
+
 def test_frame_ap_binned_is_exact_on_the_grid():
     batches = _frames(grid=16)  # scores already on the bin grid: binning loses nothing
     result, merged = _run(S.frame_average_precision(num_classes=5, num_thresholds=16), batches)
@@ -132,6 +159,29 @@ def test_frame_ap_binned_is_exact_on_the_grid():
         np.testing.assert_allclose(np.asarray(result[key]), per_class, atol=1e-6)
     with pytest.raises(ValueError, match="exactly one of capacity"):
         S.frame_average_precision(num_classes=5)
+
+
+def test_binned_modes_put_a_score_of_one_in_the_top_bin():
+    """The docstrings said the scores were rounded down to multiples of 1 / B, which keeps
+    1.0 apart from 0.95 (B = 10); a score of 1 falls in the top bin, as 0.9 does: a
+    positive at 1.0 tied with a negative at 0.95 (AP 0.5, not 1.0)."""
+    targets, scores = np.array([1, 0]), np.array([1.0, 0.95], np.float32)
+    want = ref.step_ap(targets, [0.9, 0.9])
+    assert want == 0.5 and ref.step_ap(targets, [1.0, 0.9]) == 1.0
+    frames = S.frame_average_precision(num_classes=1, num_thresholds=10)
+    state = frames.update(frames.init(), targets[:, None], scores[:, None])
+    assert float(frames.compute(state)["map"]) == want
+    detections = S.detection(num_classes=1, iou_thresholds=(0.5,), num_thresholds=10)
+    state = detections.update(
+        detections.init(),
+        np.array([[[0.0, 10.0]]]),
+        np.array([[0]]),
+        np.array([[[0.0, 10.0], [50.0, 60.0]]]),
+        np.array([[0, 0]]),
+        scores[None],
+    )
+    # one bin holds the hit and the miss, entering together: precision 1/2 at recall 1
+    assert float(detections.compute(state)["map"][0]) == 0.5
 
 
 @pytest.mark.parametrize("seed", range(4))

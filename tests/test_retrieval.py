@@ -134,6 +134,25 @@ def test_a_nan_similarity_is_the_lowest():
     assert float(accumulator.compute(state)["recall"][0]) == np.float32(1 / 3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_subnormal_similarity_ranks_above_zero(dtype):
+    """XLA's CPU code flushes subnormals to zero in float comparisons: a match of similarity
+    1e-40 (or 5e-324 in float64) tied with the 0 beside it and ranked behind it
+    (pessimistic ties). Compared by their bits, they rank as on the host."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    sim = np.array([[tiny, 0.0, -0.0], [0.0, tiny, -tiny]], dtype)
+    want = [ref.retrieval_rank(row.tolist(), q) for q, row in enumerate(sim)]
+    assert want == [0, 0]
+    with jax.enable_x64(dtype == np.float64):
+        sim = jax.numpy.asarray(sim)
+        assert sim.dtype == dtype
+        np.testing.assert_array_equal(M.retrieval_ranks(sim), want)
+        np.testing.assert_array_equal(M.retrieval_ranks(sim, ties="optimistic"), want)
+        accumulator = S.retrieval(num_items=3, k=(1,))
+        state = accumulator.update(accumulator.init(), sim)
+        assert float(accumulator.compute(state)["recall"][0]) == 1.0
+
+
 @pytest.mark.parametrize("ties", ["pessimistic", "average"])
 def test_mrr_is_the_same_bits_in_any_query_order_and_any_split(ties):
     """MRR sums each rank's share ``count_r / (r + 1)`` in the order of the ranks, in the
@@ -168,3 +187,17 @@ def test_mrr_is_the_same_bits_in_any_query_order_and_any_split(ties):
     for i, row in enumerate(np.split(np.arange(300), 3)):
         alone = M.mean_reciprocal_rank(sim[row], targets=targets[row], mask=mask[row], ties=ties)
         assert np.asarray(batched[i]).tobytes() == alone.tobytes()
+
+
+def test_recall_with_k_past_int32_takes_every_item():
+    """A k of 2**31 or more raised OverflowError from the comparison with the ranks; k >= I
+    takes every item, so only a match that is no item misses."""
+    sim = np.array([[0.1, 0.9, 0.5], [0.7, 0.2, 0.3]], np.float32)
+    targets = np.array([0, 7])
+    want = [0.5, 0.5, 0.5]  # query 0 ranks 2 (< 3 = I); query 1's match is no item
+    assert ref.retrieval_rank(sim[0], 0) == 2
+    ks = (3, 2**31, 2**40)
+    np.testing.assert_array_equal(M.recall_at_k(sim, k=ks, targets=targets), want)
+    accumulator = S.retrieval(num_items=3, k=ks)
+    state = accumulator.update(accumulator.init(), sim, targets=targets)
+    np.testing.assert_array_equal(accumulator.compute(state)["recall"], want)

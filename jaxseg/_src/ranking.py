@@ -450,10 +450,13 @@ def recall_reaches(tp, num_positives, tenth: int):
 
     ``np.linspace(0, 1, 11)`` holds 0.30000000000000004, 0.6000000000000001 and
     0.7000000000000001, which a recall of exactly 3/10, 6/10, 7/10 does not reach.
-    Exact for ``num_positives < 2**27``.
+    Exact for every int32 count (and float counts below 2**24): ``10 tp >= tenth npos`` is
+    decided as ``10 (tp - tenth q) >= tenth r`` with ``npos = 10 q + r``, where only the sign
+    and the few values of ``tp - tenth q`` near 0 matter (``10 tp`` wrapped past int32).
     """
-    lhs = 10 * tp
-    rhs = tenth * num_positives
+    q, r = num_positives // 10, num_positives % 10
+    lhs = 10 * jnp.clip(tp - tenth * q, -10, 10)
+    rhs = tenth * r
     return (lhs > rhs) if tenth in (3, 6, 7) else (lhs >= rhs)
 
 
@@ -484,7 +487,10 @@ def ap_rows(rows: Rows, *, interpolation: str, num_positives=None) -> jax.Array:
     and valid (bool), one column per ranking: a function rather than arrays, so that they are
     computed where they are used (by the sort's first pass, after reductions over ``N``)."""
     if (empty := _no_entries(rows)) is not None:
-        return empty
+        if num_positives is None:
+            return empty
+        # nothing ranked, as when every entry is masked: recall 0 of num_positives
+        return safe_divide(jnp.zeros_like(empty), num_positives.astype(jnp.float32), jnp.nan)
     if interpolation == "step":
         return _step_ap(_rank_grouped(rows, (_precision_sum,))[0], num_positives)
     targets, scores, valid = (x.T for x in rows())
@@ -516,7 +522,8 @@ def ap_and_cap_rows(rows: Rows, *, interpolation: str) -> tuple[jax.Array, jax.A
 # --------------------------------------------------------------------------------------------
 # Argument handling
 # --------------------------------------------------------------------------------------------
-def _binary_targets(name, value):
+def binary_targets(name, value):
+    """``value`` as bool (nonzero = positive); floats raise ``TypeError`` naming ``name``."""
     value = jnp.asarray(value)
     if not (value.dtype == jnp.bool_ or jnp.issubdtype(value.dtype, jnp.integer)):
         raise TypeError(f"{name} must be bool or integer (nonzero = positive), got {value.dtype}.")
@@ -524,7 +531,7 @@ def _binary_targets(name, value):
 
 
 def _rows(targets, scores, *, min_ndim=1):
-    targets = _binary_targets("targets", targets)
+    targets = binary_targets("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=min_ndim)
     checks.same_shape("targets", targets, "scores", scores)
     return targets, scores
@@ -817,8 +824,8 @@ def top_k_accuracy(
 
     The rank of the target is the number of classes with a higher score plus the number of
     tied classes with a higher index (scikit-learn's rule: ties go to the higher index).
-    A row is correct at ``k`` when that rank is below ``k``; no sort is needed. float32 scores
-    are compared by their bits, so a subnormal score ranks above 0 as on the host (XLA's CPU
+    A row is correct at ``k`` when that rank is below ``k``; no sort is needed. Scores are
+    compared by their bits, so a subnormal score ranks above 0 as on the host (XLA's CPU
     code flushes subnormals to zero in float comparisons).
 
     Args:
@@ -859,13 +866,15 @@ def top_k_hits(targets, scores, valid, ks) -> jax.Array:
     num_classes = scores.shape[-1]
     index = lax.broadcasted_iota(jnp.int32, scores.shape, scores.ndim - 1)
     target = targets.astype(jnp.int32)[..., None]
-    # float32 scores are compared by their bits (subnormal scores above 0, as on the host)
-    keys = -scores if scores.dtype == jnp.float64 else descending_keys(scores)
+    # scores are compared by their bits (subnormal scores above 0, as on the host): float64
+    # ones too, which XLA's CPU code flushes to zero as well
+    keys = descending_keys(scores)
     target_key = jnp.take_along_axis(keys, jnp.clip(target, 0, num_classes - 1), axis=-1)
     ahead = (keys < target_key) | ((keys == target_key) & (index > target))
     rank = jnp.sum(ahead, axis=-1, dtype=jnp.int32)
     # a target outside [0, C) names no class: it never scores (it used to be clipped onto one)
     known = checks.in_label_range(targets, num_classes)
     rank = jnp.where(known, rank, jnp.iinfo(jnp.int32).max)
-    hits = [jnp.sum(valid & (rank < kk), axis=-1, dtype=jnp.int32) for kk in ks]
+    # k past C takes every class; capped, so that a k past int32 is no OverflowError
+    hits = [jnp.sum(valid & (rank < min(kk, num_classes)), axis=-1, dtype=jnp.int32) for kk in ks]
     return jnp.stack(hits, axis=-1)

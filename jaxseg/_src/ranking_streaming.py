@@ -4,7 +4,8 @@ Additive states (exact counts) for dense metrics, top-k and retrieval (a histogr
 AP-type metrics need every score: ``capacity=`` keeps them in a fixed-size buffer (exact;
 beyond the capacity the results are NaN and ``overflow`` counts the entries that did not fit),
 ``num_thresholds=`` keeps per-bin counts (additive; the result is exactly the metric of the
-scores rounded down to the grid ``j / num_thresholds``, ties in a bin entering together).
+scores rounded down to the grid ``j / num_thresholds``, a score of 1 falling in the top bin
+with those from ``1 - 1 / num_thresholds``, ties in a bin entering together).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from jaxseg._src.numerics import nanmean, safe_divide
 from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
+    binary_targets,
     nanmean_classes,
     recall_reaches,
     scored_classes,
@@ -164,8 +166,9 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
         scores = checks.as_float("scores", scores, min_ndim=1)
         if scores.shape[:-1] != targets.shape:
             raise ValueError(f"scores must have shape {targets.shape} + (C,), got {scores.shape}.")
+        n = targets.size  # not -1: a reshape of no classes to (-1, 0) divides by 0
         correct = top_k_hits(
-            targets.reshape(-1), scores.reshape(-1, scores.shape[-1]), valid.reshape(-1), ks
+            targets.reshape(n), scores.reshape(n, scores.shape[-1]), valid.reshape(n), ks
         )
         rows = _total(valid)
         return TopKState(counting.add(state.correct, correct), counting.add(state.rows, rows))
@@ -246,8 +249,11 @@ def retrieval(
             return rank[jnp.minimum(index, size)]
 
         median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
+        # k past num_items takes every item; capped, so that a k past int32 is no OverflowError
         return {
-            "recall": jnp.stack([mean((rank < kk).astype(jnp.float32)) for kk in ks]),
+            "recall": jnp.stack(
+                [mean((rank < min(kk, num_items)).astype(jnp.float32)) for kk in ks]
+            ),
             "mean_reciprocal_rank": reciprocal_rank_mean(counts),
             "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
@@ -341,14 +347,15 @@ def _binned_cap(positives, negatives):
 def _frame_rows(targets, scores, mask, num_classes, ambiguous):
     """One update's frames as rows: multi-hot ``bool[M, C]``, scores ``float32[M, C]`` and
     ``valid`` ``bool[M]`` (in the mask, and no ``ambiguous`` class positive)."""
-    targets = jnp.asarray(targets)
+    # bool or integer only, as the batch metrics: soft float targets would all be positive
+    targets = binary_targets("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=2)
     if scores.shape[-1] != num_classes or targets.shape != scores.shape:
         raise ValueError(
             f"targets and scores must both have shape [..., N, {num_classes}], got "
             f"{targets.shape} and {scores.shape}."
         )
-    targets = (targets != 0).reshape(-1, num_classes)
+    targets = targets.reshape(-1, num_classes)
     valid = checks.as_valid(mask, scores.shape[:-1]).reshape(-1)
     return targets, scores.reshape(-1, num_classes), without_ambiguous(valid, targets, ambiguous)
 
@@ -469,8 +476,9 @@ def frame_average_precision(
         metric, so merge and update in data order (``"step"`` takes ties together).
       num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
         cAP are exactly those of the scores rounded down to multiples of
-        ``1 / num_thresholds``; ``merge`` adds and ``jax.lax.psum`` works. AP changes only
-        where a bin holds a positive and a negative of different scores. A frame with a
+        ``1 / num_thresholds``, a score of 1 to ``1 - 1 / num_thresholds`` (the top bin);
+        ``merge`` adds and ``jax.lax.psum`` works. AP changes only where a bin holds a
+        positive and a negative of different scores. A frame with a
         score outside [0, 1] or NaN (logits) has no bin: ``overflow`` counts it, and every
         result is NaN.
       interpolation: static AP interpolation in exact mode (binned mode is ``"step"``).
@@ -667,8 +675,9 @@ def detection(
         the order the predictions arrived, as in the batch metric (the reference's stable
         sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order.
       num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
-        the AP of scores rounded down to multiples of ``1 / num_thresholds``, the
-        predictions of a bin entering together). A prediction with a score outside [0, 1] or
+        the AP of scores rounded down to multiples of ``1 / num_thresholds``, a score of 1
+        to ``1 - 1 / num_thresholds`` (the top bin), the predictions of a bin entering
+        together). A prediction with a score outside [0, 1] or
         NaN has no bin: ``overflow`` counts it, and every result is NaN.
       interpolation: static ``"all_point"`` or ``"11point"``.
       matching: static ``"activitynet"`` or ``"voc"``.

@@ -16,6 +16,7 @@ from jax import lax
 from jaxseg._src import checks
 from jaxseg._src.numerics import count_ratio, pairwise_sum, safe_divide
 from jaxseg._src.programs import one_program
+from jaxseg._src.ranking import descending_keys
 
 TIES = ("pessimistic", "optimistic", "average")
 
@@ -41,13 +42,16 @@ def _ranks(similarity, targets, mask, item_mask, ties):
     mask = checks.as_mask(mask, (*batch, num_queries))
     item_mask = checks.as_mask(item_mask, (*batch, num_items), "item_mask")
     target = jnp.clip(targets.astype(jnp.int32), 0, max(num_items - 1, 0))[..., None]
-    matched = jnp.take_along_axis(similarity, target, axis=-1)
+    # compared by their bits, as top-k: XLA's CPU code flushes subnormals to zero in float
+    # comparisons, which tied a subnormal similarity with 0
+    keys = descending_keys(similarity)
+    matched = jnp.take_along_axis(keys, target, axis=-1)
     index = lax.broadcasted_iota(jnp.int32, similarity.shape, similarity.ndim - 1)
     others = index != target
     if item_mask is not None:
         others = others & item_mask[..., None, :]
-    higher = jnp.sum(others & (similarity > matched), axis=-1, dtype=jnp.int32)
-    tied = jnp.sum(others & (similarity == matched), axis=-1, dtype=jnp.int32)
+    higher = jnp.sum(others & (keys < matched), axis=-1, dtype=jnp.int32)
+    tied = jnp.sum(others & (keys == matched), axis=-1, dtype=jnp.int32)
     if ties == "pessimistic":
         rank = (higher + tied).astype(jnp.float32)
     elif ties == "optimistic":
@@ -162,7 +166,9 @@ def recall_at_k(
     """
     ks = checks.static_positive_ints("k", k)
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
-    hits = [_query_mean((rank < kk).astype(jnp.float32), valid) for kk in ks]
+    # k past I takes every item; capped, so that a k past int32 is no OverflowError
+    num_items = jnp.shape(similarity)[-1]
+    hits = [_query_mean((rank < min(kk, num_items)).astype(jnp.float32), valid) for kk in ks]
     return jnp.stack(hits, axis=-1)
 
 
