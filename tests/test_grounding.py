@@ -446,3 +446,17 @@ def test_streaming_highlight_names_a_wrong_number_of_annotators():
     acc = streaming.highlight(min_scores=(2,), num_annotators=3)
     with pytest.raises(ValueError, match=r"targets must have shape \[\.\.\., N, num_annotators\]"):
         acc.update(acc.init(), np.full((1, 4, 2), 3, np.int32), np.zeros((1, 4), np.float32))
+
+
+def test_ranks_past_int32_take_every_prediction():
+    """k of 2**31 raised OverflowError, and a moment-query rank r with r x targets past int32
+    wrapped to a negative cutoff (r = 2**30 with 2 targets recalled none)."""
+    gts = [(0.0, 10.0), (20.0, 30.0)]
+    preds = [(2.0, 3.0), (0.0, 10.0), (20.0, 30.0)]
+    ks, thresholds = (1, 2**30, 2**31), (0.5,)
+    got = M.grounding_recall([gts], [preds], k=ks, iou_thresholds=thresholds)
+    want = ref.grounding_recall(gts, preds, ks, thresholds, strict=False)
+    np.testing.assert_array_equal(got[0], want)
+    got = M.moment_query_recall([gts], [preds], ranks=ks, iou_thresholds=thresholds)
+    np.testing.assert_array_equal(got[0], ref.moment_query_recall(gts, preds, ks, thresholds))
+    assert got[0].tolist() == [[1, 2, 2]]

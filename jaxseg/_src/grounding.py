@@ -198,9 +198,12 @@ def grounding_recall(
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
 
+    # k past P takes every prediction; capped, so that a k past int32 is no OverflowError
+    cutoffs = jnp.asarray([min(k, pred.shape[-2]) for k in ks], jnp.int32)
+
     def one(gt, gm, pred, pm):
         rank = jnp.cumsum(pm.astype(jnp.int32))
-        within = pm[None, :] & (rank[None, :] <= jnp.asarray(ks, jnp.int32)[:, None])  # [K, P]
+        within = pm[None, :] & (rank[None, :] <= cutoffs[:, None])  # [K, P]
         hit = reaches(_best_iou(gt, gm, pred), thresholds, comparison)  # [P, T]
         out = jnp.any(within[None, :, :] & hit.T[:, None, :], axis=-1).astype(gt.dtype)
         return jnp.where(jnp.any(gm), out, jnp.nan)
@@ -535,10 +538,13 @@ def moment_query_recall(
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
 
+    # r past P takes every prediction (n >= 1 targets): capped, so that r * n cannot wrap
+    cutoffs = jnp.asarray([min(r, pred.shape[-2]) for r in ks], jnp.int32)
+
     def one(gt, gm, pred, pm):
         n = jnp.sum(gm, dtype=jnp.int32)
         rank = jnp.cumsum(pm.astype(jnp.int32))
-        within = pm[None, :] & (rank[None, :] <= jnp.asarray(ks, jnp.int32)[:, None] * n)  # [R, P]
+        within = pm[None, :] & (rank[None, :] <= cutoffs[:, None] * n)  # [R, P]
         hit = reaches(hull_iou(pred, gt), thresholds, comparison) & gm[None, :, None]  # [P, G, T]
         recalled = jnp.any(within[:, :, None, None] & hit[None], axis=1)  # [R, G, T]
         return jnp.sum(recalled, axis=1, dtype=jnp.int32).T
