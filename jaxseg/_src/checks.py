@@ -222,7 +222,7 @@ def as_mask(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray | N
     mask = jnp.asarray(mask)
     if mask.dtype != jnp.bool_:
         raise TypeError(
-            f"{name} must be a boolean array (True = valid frame), got dtype {mask.dtype}."
+            f"{name} must be a boolean array (True = valid entry), got dtype {mask.dtype}."
         )
     if mask.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {mask.shape}.")
