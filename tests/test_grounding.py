@@ -460,3 +460,21 @@ def test_ranks_past_int32_take_every_prediction():
     got = M.moment_query_recall([gts], [preds], ranks=ks, iou_thresholds=thresholds)
     np.testing.assert_array_equal(got[0], ref.moment_query_recall(gts, preds, ks, thresholds))
     assert got[0].tolist() == [[1, 2, 2]]
+
+
+def test_mr_map_default_thresholds_are_moment_detrs_rounded_ones():
+    """Moment-DETR rounds ``np.linspace(0.5, 0.95, 10)`` to 2 decimals; the default was the
+    unrounded linspace, whose 0.8999999999999999 let a float64 IoU of 0.8999999999999999 (these
+    windows, under x64) be a hit at "0.9", where Moment-DETR counts a miss."""
+    gts, preds = [(29.48, 59.09)], [(28.49, 61.39)]
+    thresholds = [float(f"{t:.2f}") for t in np.linspace(0.5, 0.95, 10)]  # as compute_mr_ap
+    want = ref.moment_retrieval_ap(gts, preds, [1.0], thresholds)
+    assert want[8] == 0.0  # the IoU lies between linspace's 0.9 and the rounded one
+    with jax.enable_x64(True):
+        gt, pred, scores = np.array([gts]), np.array([preds]), np.array([[1.0]])
+        np.testing.assert_array_equal(
+            M.moment_retrieval_average_precision(gt, pred, scores)[0], want
+        )
+        acc = streaming.grounding()
+        result = acc.compute(acc.update(acc.init(), gt, pred, scores))
+        np.testing.assert_array_equal(result["map"], want)

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import batching, checks
-from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+from jaxseg._src.detection import static_iou_thresholds
 from jaxseg._src.numerics import count_ratio, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
@@ -20,6 +20,9 @@ from jaxseg._src.ranking import descending_keys, key_order
 COMPARISONS = ("strict", "inclusive")
 NLQ_THRESHOLDS = (0.3, 0.5)
 MQ_THRESHOLDS = (0.3, 0.5, 0.7)
+# Moment-DETR rounds np.linspace(0.5, 0.95, 10) to 2 decimals: its 0.9 is not linspace's
+# 0.8999999999999999, which a float64 IoU between the two would pass.
+MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
 def _divide(numerator, denominator):
@@ -291,7 +294,7 @@ def moment_retrieval_average_precision(
     predictions: jax.typing.ArrayLike,
     scores: jax.typing.ArrayLike,
     *,
-    iou_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
+    iou_thresholds: tuple[float, ...] = MR_THRESHOLDS,
     max_predictions: int | None = 10,
     target_mask: jax.typing.ArrayLike | None = None,
     prediction_mask: jax.typing.ArrayLike | None = None,
@@ -309,7 +312,8 @@ def moment_retrieval_average_precision(
       targets: float ``[..., G, 2]`` ground-truth windows.
       predictions: float ``[..., P, 2]`` predicted windows in list order.
       scores: float ``[..., P]`` prediction scores (no NaN).
-      iou_thresholds: static tuple of T thresholds; default 0.5:0.05:0.95 (``np.linspace``).
+      iou_thresholds: static tuple of T thresholds; default 0.5:0.05:0.95 (two decimals, as
+        Moment-DETR rounds its ``np.linspace``).
       max_predictions: static int, predictions kept per query (Moment-DETR: 10); None = all.
       target_mask: optional ``bool[..., G]``.
       prediction_mask: optional ``bool[..., P]``.

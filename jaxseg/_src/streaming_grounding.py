@@ -68,7 +68,7 @@ def grounding(
     k: tuple[int, ...] = (1, 5),
     iou_thresholds: tuple[float, ...] = grounding_metrics.NLQ_THRESHOLDS,
     comparison: str = "inclusive",
-    map_thresholds: tuple[float, ...] = ACTIVITYNET_THRESHOLDS,
+    map_thresholds: tuple[float, ...] = grounding_metrics.MR_THRESHOLDS,
     max_predictions: int | None = 10,
 ) -> Accumulator:
     """Accumulator of Recall@k at tIoU, mIoU and (with scores) Moment-DETR's MR-mAP.
