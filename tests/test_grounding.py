@@ -478,3 +478,17 @@ def test_mr_map_default_thresholds_are_moment_detrs_rounded_ones():
         acc = streaming.grounding()
         result = acc.compute(acc.update(acc.init(), gt, pred, scores))
         np.testing.assert_array_equal(result["map"], want)
+
+
+def test_streaming_highlight_min_scores_as_an_int_or_empty():
+    """``min_scores=4`` raised ``TypeError: 'int' object is not iterable``, and ``min_scores=()``
+    was accepted, then every update raised ``Need at least one array to stack``. An int is now
+    one minimum score (the same accumulator as ``(4,)``); an empty tuple is refused by name."""
+    y = np.array([[[0], [4], [2], [4]]], np.int32)
+    s = np.array([[0.9, 0.8, 0.3, 0.1]], np.float32)
+    acc = streaming.highlight(min_scores=4, num_annotators=1)
+    result = acc.compute(acc.update(acc.init(), y, s))
+    want = ref.highlight_ap([False, True, False, True], s[0].tolist())  # 4 >= 4 only
+    np.testing.assert_allclose(result["map"], [want], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"^min_scores must be a non-empty tuple of ints"):
+        streaming.highlight(min_scores=())

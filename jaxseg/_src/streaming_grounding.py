@@ -146,6 +146,18 @@ class HighlightState(NamedTuple):
     ap: counting.Count
 
 
+def _static_min_scores(values) -> tuple[int, ...]:
+    """``min_scores`` (an int, or a sequence or array of ints >= 0) as a non-empty tuple: an
+    int is not iterable, and with none ``update`` would have no per-score values to stack."""
+    if isinstance(values, np.ndarray):
+        values = values.tolist()
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or not values:
+        raise ValueError(f"min_scores must be a non-empty tuple of ints >= 0, got {values!r}.")
+    return tuple(checks.static_int("min_scores", m) for m in values)
+
+
 def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 3) -> Accumulator:
     """Accumulator of QVHighlights HL-mAP and HL-Hit@1 at each minimum score.
 
@@ -155,7 +167,8 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
     annotators), ``ap`` ``[S, A]`` and ``queries``.
 
     Args:
-      min_scores: static tuple of S minimum scores (2 Fair, 3 Good, 4 VeryGood).
+      min_scores: static tuple of S minimum scores (2 Fair, 3 Good, 4 VeryGood; an int is
+        accepted).
       num_annotators: static A (QVHighlights: 3).
 
     >>> acc = highlight(min_scores=(2,), num_annotators=1)
@@ -163,7 +176,7 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
     >>> float(acc.compute(acc.update(acc.init(), y, s))["map"][0])
     0.6666666865348816
     """
-    min_scores = tuple(checks.static_int("min_scores", m) for m in min_scores)
+    min_scores = _static_min_scores(min_scores)
     num_annotators = checks.static_int("num_annotators", num_annotators, minimum=1)
     shapes = ((), (len(min_scores),), (len(min_scores), num_annotators))
 
