@@ -492,3 +492,12 @@ def test_streaming_highlight_min_scores_as_an_int_or_empty():
     np.testing.assert_allclose(result["map"], [want], rtol=1e-6)
     with pytest.raises(ValueError, match=r"^min_scores must be a non-empty tuple of ints"):
         streaming.highlight(min_scores=())
+
+
+def test_highlight_names_the_shape_of_saliency_of_one_annotator():
+    """Saliency ``[N]`` (one annotator, without the A axis) was refused as "targets must have
+    at least 2 dimension(s) [..., T]", the shape of frame labels; the message now asks for
+    ``[..., N, A]``."""
+    for metric in (M.highlight_hit_at_1, M.highlight_average_precision):
+        with pytest.raises(ValueError, match=r"^targets must have shape \[\.\.\., N, A\]"):
+            metric(np.array([0, 4, 2], np.int32), np.zeros(3, np.float32))

@@ -365,7 +365,12 @@ def moment_retrieval_average_precision(
 
 
 def _saliency_inputs(targets, predictions, mask):
-    targets = checks.as_int_labels("targets", targets, min_ndim=2)
+    targets = checks.as_int_labels("targets", targets, min_ndim=0)
+    if targets.ndim < 2:  # as_int_labels would ask for frame labels [..., T]
+        raise ValueError(
+            f"targets must have shape [..., N, A] (clip scores per annotator; A = 1 for one), "
+            f"got {targets.shape}."
+        )
     predictions = checks.as_float("predictions", predictions, min_ndim=1)
     if targets.shape[:-1] != predictions.shape:
         raise ValueError(
