@@ -74,7 +74,9 @@ def reference_results(y, p, m) -> dict:
     """The MS-TCN dataset numbers and pooled frame metrics of a padded batch, by the oracle."""
     rows = [i for i in range(len(y)) if m[i].any()]
     counts = [ref.segmental_counts(y[i], p[i], OVERLAPS, m[i], BACKGROUND) for i in rows]
-    tp, fp, fn = (np.sum([c[k] for c in counts], axis=0) for k in range(3))
+    # zeros when every row is padding (np.sum of no rows would be one scalar)
+    zeros = np.zeros(len(OVERLAPS), np.int64)
+    tp, fp, fn = (sum((np.asarray(c[k]) for c in counts), zeros) for k in range(3))
     precision, recall, f1 = ref.segmental_scores(tp, fp, fn)
     edits = [ref.edit_score(y[i], p[i], m[i], BACKGROUND) for i in rows]
     all_y, all_p = y[m], p[m]
