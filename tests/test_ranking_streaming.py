@@ -309,3 +309,30 @@ def test_frame_and_detection_counts_are_exact_integers():
         assert result[key].dtype == result["overflow"].dtype == np.int32, key
         assert int(result[key]) == entries, key
         assert int(result["overflow"]) == (0 if capacity is None else entries - capacity), key
+
+
+def test_factories_take_a_numpy_array_of_ranks_as_the_functions_do():
+    """``k`` / ``ranks`` given as a numpy array were refused by the accumulator factories
+    ('k must be a non-empty tuple of positive ints, got array([1, 5])'), while the functions
+    took them as the tuple of their items."""
+    made = {
+        "top_k": S.top_k(k=np.array([1, 5])),
+        "retrieval": S.retrieval(num_items=3, k=np.array([1, 2])),
+        "grounding": S.grounding(k=np.array([1, 5])),
+        "moment_queries": S.moment_queries(ranks=np.array([1, 2])),
+    }
+    same = {
+        "top_k": S.top_k(k=(1, 5)),
+        "retrieval": S.retrieval(num_items=3, k=(1, 2)),
+        "grounding": S.grounding(k=(1, 5)),
+        "moment_queries": S.moment_queries(ranks=(1, 2)),
+    }
+    for name, accumulator in made.items():
+        got = jax.tree.map(np.shape, accumulator.init())
+        assert got == jax.tree.map(np.shape, same[name].init()), name
+    targets, scores = np.array([2, 0]), np.array([[0.1, 0.5, 0.4], [0.2, 0.5, 0.3]], np.float32)
+    for accumulator in (made["top_k"], same["top_k"]):
+        state = accumulator.update(accumulator.init(), targets, scores)
+        np.testing.assert_array_equal(accumulator.compute(state)["accuracy"], [0.0, 1.0])
+    with pytest.raises(ValueError, match="k must be a non-empty tuple"):
+        S.top_k(k=np.array([[1, 5]]))

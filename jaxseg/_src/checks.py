@@ -283,8 +283,10 @@ def static_float(name: str, value) -> float:
 
 
 def static_positive_ints(name: str, values) -> tuple[int, ...]:
-    """``values`` (an int or a sequence of ints) as a non-empty tuple of positive Python ints,
-    in the given order."""
+    """``values`` (an int, a sequence of ints or a 1-D numpy array of them, as the functions
+    taking it accept) as a non-empty tuple of positive Python ints, in the given order."""
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        values = values.tolist()
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = (values,)
     if not isinstance(values, (tuple, list)) or not values:
