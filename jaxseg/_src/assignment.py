@@ -226,7 +226,7 @@ def _block_within_table(arguments: dict) -> None:
     table = np.asarray(arguments["table"])
     invalid = np.isnan(table) | (table == np.inf) if table.dtype.kind == "f" else None
     if invalid is not None and invalid.any():
-        where = tuple(int(i) for i in np.argwhere(invalid)[0])
+        where = checks.first_index(invalid)
         raise ValueError(
             f"table{list(where)} = {table[where]}: the table must hold finite numbers "
             "(or -inf for a pair that must not be matched)."
@@ -238,7 +238,7 @@ def _block_within_table(arguments: dict) -> None:
         value = np.asarray(arguments[name])
         outside = (value < 0) | (value > size)
         if outside.any():
-            where = tuple(int(i) for i in np.argwhere(outside)[0])
+            where = checks.first_index(outside)
             raise ValueError(
                 f"{name} must lie in [0, {size}] (the table's "
                 f"{'rows' if name == 'num_rows' else 'columns'}), got {value[where]}"

@@ -23,6 +23,12 @@ def on_host(value) -> bool:
     return not any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
 
 
+def first_index(flags: np.ndarray) -> tuple[int, ...]:
+    """The index of the first True entry of a host boolean array (row-major), for an error
+    message that names where a bad value is; ``flags`` must hold one."""
+    return tuple(int(i) for i in np.argwhere(flags)[0])
+
+
 def host_labels(name: str, value, *, what: str = "label"):
     """Host data (a list, a numpy array) as JAX would hold it, refusing to truncate a label.
 

@@ -81,7 +81,7 @@ def reject_labels_outside(labels, mask, num_classes: int, ignore_index: int | No
         outside &= np.asarray(mask)
     if not outside.any():
         return
-    where = tuple(int(i) for i in np.argwhere(outside)[0])
+    where = checks.first_index(outside)
     hint = (
         "pass ignore_index=<padding label> (e.g. -100) or a mask to leave padding frames out"
         if ignore_index is None

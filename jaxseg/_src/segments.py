@@ -50,7 +50,7 @@ def _lengths_within(arguments: dict) -> None:
     lengths, T = np.asarray(arguments["lengths"]), arguments["T"]
     outside = (lengths < 0) | (lengths > T)
     if outside.any():
-        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        where = checks.first_index(outside)
         raise ValueError(
             f"lengths must lie in [0, T] = [0, {T}], got {lengths[where]} at index {where}."
         )

@@ -88,7 +88,7 @@ def _labels_within(arguments: dict) -> None:
         value = arguments.get(name)
         if value is not None and (np.asarray(value) < 1).any():
             small = np.asarray(value)
-            where = tuple(int(i) for i in np.argwhere(small < 1)[0])
+            where = checks.first_index(small < 1)
             raise ValueError(
                 f"{name} must be at least 1, got {small[where]}"
                 + (f" at index {where}." if where else ".")
@@ -101,7 +101,7 @@ def _labels_within(arguments: dict) -> None:
         if mask is not None:
             outside &= np.asarray(mask)
         if outside.any():
-            where = tuple(int(i) for i in np.argwhere(outside)[0])
+            where = checks.first_index(outside)
             raise ValueError(
                 f"{name}{list(where)} = {int(labels[where])} lies outside [-1, {size}) on a "
                 f"valid frame; raise {option}, or leave the frame out with mask."
