@@ -322,6 +322,7 @@ def test_hungarian_matching_vmaps():
         ({"num_rows": 3}, ValueError, r"num_rows must lie in \[0, 2\].*got 3"),
         ({"num_cols": -1}, ValueError, r"num_cols must lie in \[0, 3\].*got -1"),
         ({"num_rows": 1.5}, TypeError, "num_rows must be integers, got dtype float32"),
+        ({"num_cols": [2, 3]}, ValueError, r"num_cols must be a scalar, got shape \(2,\)"),
     ],
 )
 def test_hungarian_matching_refuses_a_block_outside_the_table(options, error, message):

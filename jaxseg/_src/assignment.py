@@ -248,10 +248,8 @@ def _block_within_table(arguments: dict) -> None:
 
 def _live_size(name: str, value, size: int, batch: tuple[int, ...]) -> jax.Array:
     """``value`` (default ``size``) as int32 broadcast to ``batch``, clipped to ``[0, size]``."""
-    value = jnp.asarray(size if value is None else value)
-    if not jnp.issubdtype(value.dtype, jnp.integer):
-        raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
-    return jnp.broadcast_to(jnp.clip(value, 0, size).astype(jnp.int32), batch)
+    value = checks.integer_values(name, size if value is None else value, batch)
+    return jnp.clip(value, 0, size).astype(jnp.int32)
 
 
 @one_program(host_check=_block_within_table)

@@ -266,6 +266,23 @@ def as_valid(mask, shape: tuple[int, ...], name: str = "mask") -> jnp.ndarray:
     return jnp.ones(shape, bool) if mask is None else mask
 
 
+def integer_values(name: str, value, shape: tuple[int, ...]) -> jnp.ndarray:
+    """``value``, integers broadcast to ``shape`` (the batch of the arrays it belongs to). A
+    float, which would be truncated, or a shape that does not broadcast (an obscure error, or
+    silently more results) raises, naming ``name``."""
+    value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.integer):
+        raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
+    try:
+        fits = np.broadcast_shapes(value.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        expected = f"broadcastable to shape {shape}" if shape else "a scalar"
+        raise ValueError(f"{name} must be {expected}, got shape {value.shape}.")
+    return jnp.broadcast_to(value, shape)
+
+
 def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) -> int | None:
     """Returns a static Python int >= ``minimum`` (or ``None`` when allowed)."""
     if value is None and allow_none:

@@ -180,7 +180,7 @@ def proposal_average_recall(
     gt, props, gm, pm, scores = _dataset_inputs(
         targets, proposals, scores, target_mask, proposal_mask
     )
-    check_budget_range(max_average, gt.shape[-3])
+    _check_budget_range(max_average, gt.shape[-3])
     one_dataset = functools.partial(
         _dataset_curve, thresholds=thresholds, max_average=max_average, at_index=at_index
     )
@@ -200,7 +200,7 @@ def _dataset_curve(gt, gm, props, scores, pm, *, thresholds, max_average, at_ind
     )
 
 
-def check_budget_range(max_average: int, videos: int) -> None:
+def _check_budget_range(max_average: int, videos: int) -> None:
     """Raises ``ValueError`` unless ``max_average * videos`` fits int32, where
     :func:`kept_proposals` scales the budgets (a larger product would wrap)."""
     if max_average * videos > np.iinfo(np.int32).max:

@@ -63,22 +63,6 @@ def _inputs(targets, predictions, mask, num_classes, num_clusters):
     return targets, predictions, mask, num_classes, num_clusters
 
 
-def _count(name: str, value, shape: tuple[int, ...]) -> jax.Array:
-    """``value``, integers broadcast to ``shape``; a float (truncated) or a shape that does
-    not broadcast (an obscure error, or silently more results) raises, naming ``name``."""
-    value = jnp.asarray(value)
-    if not jnp.issubdtype(value.dtype, jnp.integer):
-        raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
-    try:
-        fits = np.broadcast_shapes(value.shape, shape) == shape
-    except ValueError:
-        fits = False
-    if not fits:
-        expected = f"broadcastable to shape {shape}" if shape else "a scalar"
-        raise ValueError(f"{name} must be {expected}, got shape {value.shape}.")
-    return jnp.broadcast_to(value, shape)
-
-
 def _labels_within(arguments: dict) -> None:
     """Host check of the protocols: on every valid frame, ``targets`` in ``[-1,
     num_classes)`` and ``predictions`` in ``[-1, num_clusters)``. The tables leave such a
@@ -459,7 +443,7 @@ def global_hungarian_scores(
     )
     background = bool(exclude_background)
     segments = K if segments_per_video is None else segments_per_video
-    segments = _count("segments_per_video", segments, ())
+    segments = checks.integer_values("segments_per_video", segments, ())
     table = label_tables(targets, predictions, mask, C, K, pooled=True)
     class_cluster, cluster_class, raw, bg = cte_matching(table, background)
     scores = _cte_frame_scores(table, class_cluster, bg)
@@ -735,7 +719,9 @@ def per_video_hungarian_scores(
         targets, predictions, mask, num_classes, num_clusters
     )
     batch = targets.shape[:-1]
-    divisor = None if iou_divisor is None else _count("iou_divisor", iou_divisor, batch)
+    divisor = (
+        None if iou_divisor is None else checks.integer_values("iou_divisor", iou_divisor, batch)
+    )
 
     def one(table, d):
         if d is None:
