@@ -12,6 +12,7 @@ import pytest
 from conftest import golden_path
 
 from jaxseg import metrics as M
+from jaxseg import streaming as S
 from jaxseg._src import detection
 
 V, G, P, C = 16, 16, 64, 20  # padded table shape shared by every test (few compiles)
@@ -203,6 +204,24 @@ def test_errors_name_the_argument():
         M.detection_average_precision(gb, gl, pb, pl, ps, num_classes=3.0)
     with pytest.raises(ValueError, match="segments_a"):
         M.temporal_iou(np.zeros((2, 3)), np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("threshold", [np.float32(0.5), np.array(0.5), np.float64(0.5)])
+def test_a_numpy_scalar_threshold_is_one_threshold(threshold):
+    """A numpy scalar or 0-d array threshold failed under jax.jit and in the accumulator
+    factories ("'numpy.float32' object is not iterable") while 0.5 worked."""
+    gb, gl, gm, pb, pl, ps, _ = to_tables([(0, np.array([0.0, 10.0]), 0)], [], videos=1)
+    run = jax.jit(
+        lambda *t: M.detection_average_precision(
+            *t[:5], num_classes=1, iou_thresholds=threshold, target_mask=t[5]
+        )
+    )
+    assert run(gb, gl, pb, pl, ps, gm).per_class.shape == (1, 1)
+    assert detection.static_iou_thresholds(threshold) == (0.5,)
+    state = S.detection(num_classes=1, iou_thresholds=threshold, capacity=4).init()
+    assert state.true_positive.shape == (4, 1)
+    with pytest.raises(ValueError, match=r"iou_thresholds must be .* 1-D .* shape \(1, 2\)"):
+        detection.static_iou_thresholds(np.array([[0.3, 0.5]]))
 
 
 @pytest.mark.parametrize("n", [0, 1, 3000])

@@ -223,6 +223,26 @@ def test_degenerate_datasets_and_bad_arguments():
         M.proposal_average_recall(gt[0], props, scores)
 
 
+def test_at_as_a_numpy_int_or_empty():
+    """``at=np.int64(2)`` failed in the accumulator factory and under jax.jit ("'numpy.int64'
+    object is not iterable") and ``at=()`` with "Indexer must have integer or boolean type";
+    a numpy int is one AN value, as an int is, and an empty ``at`` is refused by name."""
+    gt = np.array([[[0.0, 10.0]], [[5.0, 8.0]]], np.float32)
+    props = np.array([[[0.0, 9.0], [20.0, 30.0]], [[0.0, 1.0], [5.0, 8.0]]], np.float32)
+    scores = np.array([[0.9, 0.8], [0.7, 0.6]], np.float32)
+    at = np.int64(2)
+    run = jax.jit(lambda *a: M.proposal_average_recall(*a, max_average_proposals=2, at=at))
+    want = M.proposal_average_recall(gt, props, scores, max_average_proposals=2, at=2).at
+    np.testing.assert_array_equal(np.asarray(run(gt, props, scores).at), np.asarray(want))
+    acc = streaming.proposals(capacity=2, max_average_proposals=2, at=at)
+    result = acc.compute(acc.update(acc.init(), gt, props, scores))
+    np.testing.assert_array_equal(np.asarray(result["at"]), np.asarray(want))
+    with pytest.raises(ValueError, match=r"at must hold at least one AN value"):
+        M.proposal_average_recall(gt, props, scores, max_average_proposals=2, at=())
+    with pytest.raises(ValueError, match=r"at must hold at least one AN value"):
+        streaming.proposals(capacity=2, max_average_proposals=2, at=())
+
+
 def _stream(acc, arrays, masks, splits):
     state = acc.init()
     update = jax.jit(acc.update)

@@ -264,9 +264,15 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
 
 
 def static_iou_thresholds(value, name: str = "iou_thresholds") -> tuple[float, ...]:
-    """``value`` (the argument ``name``) as a non-empty tuple of floats in (0, 1]."""
-    if isinstance(value, (int, float)):
-        value = (value,)
+    """``value`` (the argument ``name``: a number, a sequence of numbers or a 1-D array) as a
+    non-empty tuple of floats in (0, 1]."""
+    if isinstance(value, (int, float)) or getattr(value, "ndim", None) == 0:
+        value = (value,)  # numpy scalars and 0-d arrays too
+    if getattr(value, "ndim", 1) != 1:
+        raise ValueError(
+            f"{name} must be a number or a 1-D sequence of numbers in (0, 1], got shape "
+            f"{value.shape}."
+        )
     value = tuple(checks.static_float(name, v) for v in value)
     if not value or not all(0.0 < v <= 1.0 for v in value):
         raise ValueError(f"{name} must be a non-empty tuple in (0, 1], got {value!r}.")

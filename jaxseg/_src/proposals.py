@@ -95,13 +95,17 @@ def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index,
 
 
 def static_at(at, max_average: int) -> tuple[int, ...]:
-    """The curve's step indices of the AN values ``at`` (an int or a tuple of ints): the
-    curve has a point at ``j * max_average / STEPS`` proposals per video, j = 1..STEPS.
+    """The curve's step indices of the AN values ``at`` (an int or a non-empty tuple of
+    ints): the curve has a point at ``j * max_average / STEPS`` proposals per video,
+    j = 1..STEPS.
 
     >>> static_at((1, 5, 100), 100)
     (0, 4, 99)
     """
-    at = (at,) if isinstance(at, int) else tuple(at)
+    scalar = isinstance(at, (int, np.integer)) or getattr(at, "ndim", None) == 0
+    at = (at,) if scalar else tuple(at)
+    if not at:
+        raise ValueError(f"at must hold at least one AN value (a tuple of ints), got {at!r}.")
     out = []
     for a in at:
         a = checks.static_int("at", a, minimum=1)
