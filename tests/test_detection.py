@@ -224,6 +224,15 @@ def test_a_numpy_scalar_threshold_is_one_threshold(threshold):
         detection.static_iou_thresholds(np.array([[0.3, 0.5]]))
 
 
+def test_a_bool_threshold_is_refused():
+    """``iou_thresholds=True`` was taken as the threshold 1.0, by detection and the segmental
+    metrics alike; a bool is no threshold."""
+    with pytest.raises(TypeError, match="iou_thresholds must hold numbers, got True"):
+        detection.static_iou_thresholds(True)
+    with pytest.raises(TypeError, match="iou_thresholds must hold numbers, got True"):
+        M.segmental_f1([1, 1, 2], [1, 2, 2], iou_thresholds=(0.5, np.bool_(True)))
+
+
 @pytest.mark.parametrize("n", [0, 1, 3000])
 def test_class_then_score_order_is_a_stable_sort(n):
     # The radix passes give the order of a stable sort by (label, decreasing score); scores

@@ -303,3 +303,13 @@ def test_x64_interval_ious_follow_float64_windows(promotion):
     assert float(results["temporal_iou"][0, 0]) < 1.0 and float(results["grounding_iou"]) < 1.0
     assert float(results["grounding_recall"][0, 0]) == 0.0
     assert float(results["moment_retrieval_average_precision"][0]) == 0.0
+
+
+def test_weighted_sums_of_int64_values_are_int64():
+    """Under x64, int64 per-video values were summed in int32: 2**40 and 1 summed to 1,
+    silently (without x64 such a value is refused as it enters JAX)."""
+    with jax.enable_x64(True):
+        total = stats.weighted_sum(np.array([2**40, 1], np.int64), np.array([2, 1]))
+        assert total.dtype == np.int64 and int(total) == 2**41 + 1
+        small = stats.weighted_sum(np.array([3, 1], np.int8), np.array([2, 1]))
+        assert small.dtype == np.int32 and int(small) == 7

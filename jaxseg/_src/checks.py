@@ -296,7 +296,10 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
 
 def static_float(name: str, value) -> float:
     """``value`` as a Python float; a traced one (a static option passed to a function under
-    ``jax.jit`` as a traced argument) raises ``TypeError`` naming ``name``."""
+    ``jax.jit`` as a traced argument) or a bool (``True`` is no threshold 1.0) raises
+    ``TypeError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must hold numbers, got {value!r}.")
     if isinstance(value, jax.core.Tracer):
         raise TypeError(
             f"{name} must hold static Python floats, got a traced value {value}; under "

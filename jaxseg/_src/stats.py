@@ -78,16 +78,18 @@ class PermutationTestResult(NamedTuple):
 def weighted_sum(values, weights) -> jax.Array:
     """Sum over videos of ``weights[i] * values[i, ...]``.
 
-    Integer and boolean values are summed in int32, exactly (and independently of the order of
-    the videos) as long as the total fits in int32; floating values in float32, or float64 for
-    float64 values (half precision, 8 or 11 bits, would lose the sum of a few hundred values).
+    Integer and boolean values are summed in int32 (int64 for int64 values under
+    ``jax_enable_x64``), exactly and independently of the order of the videos as long as the
+    total fits; floating values in float32, or float64 for float64 values (half precision, 8 or
+    11 bits, would lose the sum of a few hundred values).
 
     Args:
       values: ``[N, ...]`` per-video values (integer, bool or floating).
       weights: int32 ``[N]`` per-video multiplicities.
 
     Returns:
-      ``[...]`` int32 for integer/bool values, else float32 (float64 for float64 values).
+      ``[...]`` int32 for integer/bool values (int64 for int64 ones), else float32 (float64
+      for float64 values).
 
     >>> weighted_sum(jnp.array([[1, 2], [3, 4]]), jnp.array([2, 1])).tolist()
     [5, 8]
@@ -96,7 +98,8 @@ def weighted_sum(values, weights) -> jax.Array:
     if jnp.issubdtype(values.dtype, jnp.floating):
         values = checks.as_float("values", values)
     else:
-        values = values.astype(jnp.int32)
+        # int64 values (only under x64) summed whole: through int32, 2**40 summed to 0
+        values = values.astype(jnp.int64 if values.dtype.itemsize == 8 else jnp.int32)
     weights = jnp.asarray(weights)
     if not (jnp.issubdtype(weights.dtype, jnp.integer) or weights.dtype == jnp.bool_):
         # a cast would floor them: weights 0.5 and 0.5 summed 1 and 2 to 0
