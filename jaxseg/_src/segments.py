@@ -163,7 +163,7 @@ def is_background(labels, background: tuple[int, ...]):
     """``labels`` in ``background`` (a static tuple), elementwise."""
     out = jnp.zeros(labels.shape, jnp.bool_)
     for b in representable(background, labels.dtype):
-        out = out | (labels == b)
+        out = out | (labels == jnp.asarray(b, labels.dtype))
     return out
 
 
@@ -352,7 +352,11 @@ def background_flags(targets, predictions, background: tuple[int, ...]):
 
     def flags(now, _):
         never = jnp.zeros(now[0].shape, jnp.bool_)
-        return [(x == b) if b in present else never for x in now for b in background]
+        return [
+            (x == jnp.asarray(b, x.dtype)) if b in present else never
+            for x in now
+            for b in background
+        ]
 
     words = pack_frame_flags(flags, (targets, predictions))
     return jnp.stack(words).reshape(2, len(background), -1)
