@@ -174,6 +174,18 @@ def test_lengths_to_mask():
     )
 
 
+def test_traced_lengths_beyond_T_are_clipped_in_any_dtype():
+    """As documented; a uint32 length of 2**31 or more compared with int32 frames wrapped
+    negative and gave an all-False row, and under strict dtype promotion any dtype but int32
+    raised TypePromotionError."""
+    fn = jax.jit(jseg.lengths_to_mask, static_argnums=1)
+    for dtype in (np.uint32, np.int32, np.uint8, np.int8):
+        info = np.iinfo(dtype)
+        lengths = np.array([info.max, info.min, 3, 0, min(info.max, 2**31)], dtype)
+        want = ref.lengths_to_mask(np.clip(lengths.astype(np.int64), 0, 5), 5)
+        np.testing.assert_array_equal(fn(jnp.asarray(lengths), 5), want, err_msg=str(dtype))
+
+
 # ------------------------------------------------------------------------------------------
 # Bad input: clear errors naming the argument.
 

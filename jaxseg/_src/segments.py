@@ -76,6 +76,10 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
     lengths = jnp.asarray(lengths)
     if not jnp.issubdtype(lengths.dtype, jnp.integer):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}.")
+    # Clipped in their own dtype, then int32: a uint32 length would wrap there (and strict
+    # dtype promotion compares no other integer dtype with int32 frames).
+    top = jnp.asarray(min(T, jnp.iinfo(lengths.dtype).max), lengths.dtype)
+    lengths = jnp.clip(lengths, jnp.zeros((), lengths.dtype), top).astype(jnp.int32)
     return jnp.arange(T, dtype=jnp.int32).reshape((1,) * lengths.ndim + (T,)) < lengths[..., None]
 
 
