@@ -150,6 +150,38 @@ def test_pad_videos_gives_aligned_arrays_that_jax_uses_without_a_copy():
         assert jax.device_put(padded).unsafe_buffer_pointer() == padded.ctypes.data
 
 
+@pytest.mark.parametrize(
+    ("videos", "kwargs", "message"),
+    [
+        ([[1, 300]], {"dtype": np.int8}, r"videos\[0\] holds 300, outside the range \[-128, 127\]"),
+        ([[1], [-1, 2]], {"dtype": np.uint8}, r"videos\[1\] holds -1, outside .* uint8"),
+        ([np.array([2**40])], {}, r"videos\[0\] holds 1099511627776, outside .* int32"),
+        ([np.array([2**31 + 5], np.uint32)], {}, r"videos\[0\] holds 2147483653"),
+        ([[1, 2], [1.5, 2.0]], {}, r"videos\[1\] must hold integer labels, got 1.5"),
+        ([[np.nan, 2.0]], {}, r"videos\[0\] must hold integer labels, got nan"),
+        (
+            [np.zeros((3, 2), int)],
+            {},
+            r"videos\[0\] must be one video of shape \[T\], got shape \(3, 2\)",
+        ),
+        ([5], {}, r"videos\[0\] must be one video of shape \[T\], got shape \(\)"),
+        ([["a", "b"]], {}, r"videos\[0\] must hold integer labels, got dtype <U1"),
+        ([[1]], {"pad_value": 300, "dtype": np.int8}, r"pad_value holds 300, outside"),
+        ([[1]], {"pad_value": 0.5}, r"pad_value must hold integer labels, got 0.5"),
+    ],
+)
+def test_pad_videos_refuses_values_its_dtype_would_change(videos, kwargs, message):
+    """They were wrapped (300 -> 44 in int8, 2**40 -> 0), truncated (1.5 -> 1, NaN ->
+    -2**31) or met numpy's broadcasting error, none naming the video."""
+    import jaxseg
+
+    with pytest.raises(ValueError, match=message):
+        jaxseg.io.pad_videos(videos, **kwargs)
+    # floats holding whole numbers are labels
+    padded, _ = jaxseg.io.pad_videos([np.array([1.0, 127.0]), [3]], pad_value=-1, dtype=np.int8)
+    assert padded.tolist() == [[1, 127], [3, -1]]
+
+
 def test_largest_is_one_unbatched_value_for_all_examples():
     counts = jnp.array([[1, 5], [3, 2]])
     assert int(largest(counts)) == 5 and int(largest(jnp.zeros((0,), jnp.int32))) == 0

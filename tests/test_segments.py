@@ -110,6 +110,26 @@ def test_empty_rows_are_minus_one_for_unsigned_labels(dtype):
     assert s.labels.tolist() == [1, 2, -1, -1]
 
 
+def test_background_at_the_top_of_an_unsigned_dtype_is_compared_in_that_dtype():
+    """uint32 labels (which count_segments and the metrics take whole) with a background
+    label beyond int32: it raised JAX's OverflowError on parsing the Python int."""
+    from jaxseg import metrics
+
+    top = 2**32 - 1
+    labels = np.array([[1, top, top, 2, 3_000_000_000, 2], [top, 1, 1, top, 5, 5]], np.uint32)
+    background = (top, 3_000_000_000)
+    want = [len(ref.segments(row.astype(np.int64), None, background)) for row in labels]
+    assert jseg.count_segments(labels, background=background).tolist() == want
+    assert jseg.count_segments(jnp.asarray(labels), background=background).tolist() == want
+    small = np.unique(labels, return_inverse=True)[1].reshape(labels.shape)  # same runs
+    relabelled = tuple(int(np.flatnonzero(np.unique(labels) == b)[0]) for b in background)
+    predictions = labels[::-1]
+    np.testing.assert_array_equal(
+        metrics.edit_score(labels, predictions, background=background),
+        metrics.edit_score(small, small[::-1], background=relabelled),
+    )
+
+
 def test_host_labels_beyond_int32_raise():
     """The table's labels are int32: a uint32 label of 2**31 or more would wrap negative."""
     with pytest.raises(ValueError, match="labels holds label 2147483653, beyond int32"):
@@ -152,6 +172,18 @@ def test_lengths_to_mask():
     np.testing.assert_array_equal(
         jseg.lengths_to_mask(np.array([[1], [3]]), 3), ref.lengths_to_mask([[1], [3]], 3)
     )
+
+
+def test_traced_lengths_beyond_T_are_clipped_in_any_dtype():
+    """As documented; a uint32 length of 2**31 or more compared with int32 frames wrapped
+    negative and gave an all-False row, and under strict dtype promotion any dtype but int32
+    raised TypePromotionError."""
+    fn = jax.jit(jseg.lengths_to_mask, static_argnums=1)
+    for dtype in (np.uint32, np.int32, np.uint8, np.int8):
+        info = np.iinfo(dtype)
+        lengths = np.array([info.max, info.min, 3, 0, min(info.max, 2**31)], dtype)
+        want = ref.lengths_to_mask(np.clip(lengths.astype(np.int64), 0, 5), 5)
+        np.testing.assert_array_equal(fn(jnp.asarray(lengths), 5), want, err_msg=str(dtype))
 
 
 # ------------------------------------------------------------------------------------------

@@ -35,9 +35,11 @@ def pad_videos(videos, *, pad_value: int = 0, dtype=np.int32) -> tuple[np.ndarra
     array is (``benchmarks/README.md`` has the cost of the copy).
 
     Args:
-      videos: sequence of B integer arrays ``[T_i]``.
+      videos: sequence of B integer arrays ``[T_i]`` (floats holding whole numbers are
+        taken as integers).
       pad_value: the label written after each video's frames.
-      dtype: integer dtype of the result.
+      dtype: integer dtype of the result; a label or ``pad_value`` it cannot hold, or a
+        value that is no integer, raises ``ValueError`` (it would be wrapped or truncated).
 
     Returns:
       ``(padded, lengths)``: ``padded`` ``[B, max T_i]`` of ``dtype``, 64-byte aligned;
@@ -48,13 +50,46 @@ def pad_videos(videos, *, pad_value: int = 0, dtype=np.int32) -> tuple[np.ndarra
     >>> padded.tolist(), lengths.tolist()
     ([[1, 1, 2], [3, -1, -1]], [3, 1])
     """
-    videos = [np.asarray(v) for v in videos]
+    dtype = np.dtype(dtype)
+    _check_fits("pad_value", np.asarray(pad_value), dtype)
+    videos = [_one_video(f"videos[{i}]", v, dtype) for i, v in enumerate(videos)]
     lengths = np.array([len(v) for v in videos], np.int32)
     padded = aligned_zeros((len(videos), int(lengths.max(initial=0))), dtype)
     padded.fill(pad_value)
     for row, video in zip(padded, videos):
         row[: len(video)] = video
     return padded, lengths
+
+
+def _one_video(name: str, video, dtype: np.dtype) -> np.ndarray:
+    """One video of :func:`pad_videos` as a 1-D array, checked to fit ``dtype``."""
+    try:
+        array = np.asarray(video)
+    except ValueError as error:  # ragged
+        raise ValueError(f"{name} must be one video of shape [T]: {error}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one video of shape [T], got shape {array.shape}.")
+    _check_fits(name, array, dtype)
+    return array
+
+
+def _check_fits(name: str, values: np.ndarray, dtype: np.dtype) -> None:
+    """Raises ``ValueError`` naming ``name`` unless ``values`` convert to the integer (or
+    bool) ``dtype`` without change: numbers, whole, within its range."""
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold integer labels, got dtype {values.dtype}.")
+    if dtype.kind not in "biu" or values.size == 0 or np.can_cast(values.dtype, dtype):
+        return
+    whole = values.dtype.kind != "f" or np.isfinite(values) & (values == np.round(values))
+    if not np.all(whole):
+        raise ValueError(f"{name} must hold integer labels, got {values[~whole].flat[0]}.")
+    low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if values.min() < low or values.max() > high:
+        bad = values.min() if values.min() < low else values.max()
+        raise ValueError(
+            f"{name} holds {bad}, outside the range [{low}, {high}] of dtype {dtype}; it "
+            "would be wrapped onto another label. Choose a wider dtype."
+        )
 
 
 def bucket(n: int, minimum: int = 1) -> int:

@@ -76,6 +76,10 @@ def lengths_to_mask(lengths, T: int) -> jax.Array:
     lengths = jnp.asarray(lengths)
     if not jnp.issubdtype(lengths.dtype, jnp.integer):
         raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}.")
+    # Clipped in their own dtype, then int32: a uint32 length would wrap there (and strict
+    # dtype promotion compares no other integer dtype with int32 frames).
+    top = jnp.asarray(min(T, jnp.iinfo(lengths.dtype).max), lengths.dtype)
+    lengths = jnp.clip(lengths, jnp.zeros((), lengths.dtype), top).astype(jnp.int32)
     return jnp.arange(T, dtype=jnp.int32).reshape((1,) * lengths.ndim + (T,)) < lengths[..., None]
 
 
@@ -163,7 +167,7 @@ def is_background(labels, background: tuple[int, ...]):
     """``labels`` in ``background`` (a static tuple), elementwise."""
     out = jnp.zeros(labels.shape, jnp.bool_)
     for b in representable(background, labels.dtype):
-        out = out | (labels == b)
+        out = out | (labels == jnp.asarray(b, labels.dtype))
     return out
 
 
@@ -352,7 +356,11 @@ def background_flags(targets, predictions, background: tuple[int, ...]):
 
     def flags(now, _):
         never = jnp.zeros(now[0].shape, jnp.bool_)
-        return [(x == b) if b in present else never for x in now for b in background]
+        return [
+            (x == jnp.asarray(b, x.dtype)) if b in present else never
+            for x in now
+            for b in background
+        ]
 
     words = pack_frame_flags(flags, (targets, predictions))
     return jnp.stack(words).reshape(2, len(background), -1)
