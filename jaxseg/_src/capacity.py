@@ -29,8 +29,10 @@ from jaxseg._src.segments import is_background
 def capacity_ladder(worst: int, *, smallest: int = 32, factor: int = 8) -> tuple[int, ...]:
     """``smallest * factor**k`` up to half of ``worst``, then ``worst``: the sizes to compile.
 
-    Every rung compiles the caller's computation once more, so the ladder is short; a batch
-    runs at most ``factor`` times larger than it needs (or twice, on the last rung).
+    Every rung compiles the caller's computation once more, so the ladder is short: a batch
+    that needs more than ``smallest`` runs less than ``factor`` times larger than it needs,
+    and on the last rung less than ``2 * factor`` times (``capacity_ladder(4095)`` runs a need
+    of 257 at 4095).
 
     >>> capacity_ladder(6000)
     (32, 256, 2048, 6000)
