@@ -182,6 +182,14 @@ def test_host_integers_beyond_int32_raise_naming_the_argument():
     assert wrapped(np.array([7], np.int64), np.array([0])).dtype == jnp.int32
 
 
+def test_host_integers_past_64_bits_raise_naming_the_argument():
+    """A list holding 2**70 becomes a numpy object array, which JAX refused in an error
+    about "_program" and an "abstract array" that named no argument of the metric."""
+    for call in (lambda x: SEG.to_segments(x), lambda x: M.accuracy([1, 2], x)):
+        with pytest.raises(TypeError, match=r"^(labels|predictions) holds values numpy keeps"):
+            call([2**70, 1])
+
+
 def test_a_public_metric_keeps_its_name_signature_and_deprecated_names():
     assert M.segmental_counts.__name__ == "segmental_counts"
     assert "iou_thresholds" in M.segmental_counts.__doc__

@@ -40,6 +40,11 @@ def host_labels(name: str, value, *, what: str = "label"):
     may hold frames, counts or windows.
     """
     host = np.asarray(value)
+    if host.dtype == object:  # JAX would refuse it in an error that names no argument
+        raise TypeError(
+            f"{name} holds values numpy keeps as Python objects (an integer past 64 bits, or "
+            "mixed types); give an integer or floating array."
+        )
     if host.dtype.kind not in "iu" or host.dtype.itemsize < 4:
         return value
     if host.dtype == np.int32:
