@@ -175,3 +175,30 @@ def test_ignore_index_is_compared_without_wrapping_into_the_labels_dtype(
     acc = streaming.dense(num_classes=3, ignore_index=ignore_index)
     result = acc.compute(acc.update(acc.init(), *labels))
     np.testing.assert_allclose(result["iou"], want_iou, rtol=1e-6)
+
+
+@pytest.mark.parametrize("num_classes", [128, 200, 300])
+def test_negative_int8_labels_of_many_classes_are_no_class(num_classes):
+    """int8 labels with C >= 128: a label outside [0, C) (here -1 or -128) was replaced by C
+    in the labels' own dtype, which wrapped (200 onto -56), so its pixel was counted in
+    another class's cell (pixel accuracy 0.5 instead of 0.75, row C of the extended
+    confusion empty); the numbers equal mmsegmentation's on the same labels as int64."""
+    from jaxseg import streaming
+
+    target = np.array([[0, 100, 127, -1, -128, 5]], np.int8)
+    pred = np.array([[0, 100, -128, -1, 127, 5]], np.int8)
+    inter, area_pred, area_label = _mmseg_intersect_and_union(
+        target.astype(np.int64), pred.astype(np.int64), num_classes, ignore_index=None
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want_iou = inter / (area_pred + area_label - inter)
+    want_accuracy = inter.sum() / area_label.sum()  # 3 / 4
+    kw = dict(num_classes=num_classes)
+    assert float(M.pixel_accuracy(target, pred, **kw)) == pytest.approx(want_accuracy)
+    np.testing.assert_allclose(M.iou(target, pred, **kw).per_class, want_iou, rtol=1e-6)
+    acc = streaming.dense(**kw)
+    result = acc.compute(acc.update(acc.init(), target, pred))
+    assert float(result["pixel_accuracy"]) == pytest.approx(want_accuracy)
+    np.testing.assert_allclose(result["iou"], want_iou, rtol=1e-6)
+    extended = np.asarray(result["extended_confusion"])
+    assert extended[num_classes].sum() == 2 and extended[:, num_classes].sum() == 2

@@ -439,6 +439,30 @@ def test_class_metrics_equal_pooled_oracle():
     np.testing.assert_allclose(np.asarray(resampled["class_accuracy"]), ref_resampled, rtol=1e-6)
 
 
+def test_mean_class_accuracy_is_bit_for_bit_the_streaming_and_batch_value():
+    """class_metrics' mean over classes adds them pairwise, as ``streaming.frame_metrics``
+    and ``recall(average="macro")`` do: a plain sum was 1 ulp off theirs for about 40% of
+    these videos of 37 classes."""
+    from jaxseg import metrics, streaming
+
+    classes, frames = 37, 500
+    acc = streaming.frame_metrics(num_classes=classes)
+
+    @jax.jit
+    def three(y, p):
+        ours = stats.class_metrics(stats.class_statistics(y, p, num_classes=classes))
+        pooled = acc.compute(acc.update(acc.init(), y, p))
+        return ours, pooled, metrics.recall(y, p, num_classes=classes)[0]
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        y = rng.integers(0, classes, (1, frames))
+        p = np.where(rng.random((1, frames)) < 0.5, y, rng.integers(0, classes, (1, frames)))
+        ours, pooled, batch = jax.device_get(three(y, p))
+        np.testing.assert_array_equal(ours["class_accuracy"], pooled["class_accuracy"])
+        assert ours["mean_class_accuracy"] == pooled["mean_class_accuracy"] == batch
+
+
 def test_class_statistics_leave_labels_outside_the_classes_out():
     """A negative label counts in no class (it once wrapped onto class C - 1 as a negative
     index), on each side on its own: the other label of the frame still counts."""

@@ -44,7 +44,9 @@ def confusion_matrices(targets, predictions, valid, num_classes: int, spatial_nd
     def index_of(labels):
         labels = labels.reshape(maps, pixels)
         known = checks.in_label_range(labels, num_classes)
-        return jnp.where(known, labels, num_classes).astype(jnp.int32)
+        # int32 before the where: C in the labels' dtype would wrap (int8 200 reads -56 and
+        # sent a pixel labelled -1 into another class's cell)
+        return jnp.where(known, labels.astype(jnp.int32), num_classes)
 
     t, p = index_of(targets), index_of(predictions)
     v = valid.reshape(maps, pixels)
