@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import _reference as ref
 import numpy as np
@@ -264,6 +265,32 @@ def test_table_markdown_and_csv_agree_with_json(tmp_path, capsys):
     video = document["per_video"][2]
     assert rows[3]["name"] == video["video"] and float(rows[3]["F1@25"]) == video["F1@25"]
     assert rows[-1]["name"] == "mean" and rows[-1]["Edit"] == ""
+
+
+def test_markdown_cells_holding_a_pipe_stay_one_cell(tmp_path, capsys):
+    """A ``|`` in a video or class name split its Markdown cell: the row had one cell more
+    than the header, and every number after the name sat under the wrong column."""
+    videos = random_videos(12, 2, 3)
+    videos = {"v|a": videos["video_00"], "v|b": videos["video_01"]}
+    truth, predictions = write_dataset(tmp_path, videos, ("bg", "a|b", "c"))
+    argv = (truth, predictions, "--per-video", "--per-class")
+    _, document, _ = run(capsys, *argv, "--format", "json")
+    document = json.loads(document)
+    _, markdown, _ = run(capsys, *argv, "--format", "markdown")
+    tables = [[re.split(r"(?<!\\)\|", line)[1:-1] for line in block.splitlines()]
+              for block in markdown.split("\n\n") if block.startswith("|")]  # fmt: skip
+    assert len(tables) == 3
+    for table in tables:
+        assert all(len(row) == len(table[0]) for row in table)
+    video_row = tables[1][3]  # header, rule, then the videos in sorted order: v|b second
+    assert [c.strip() for c in video_row[:3]] == [
+        "v\\|b",
+        str(videos["v|b"][0].size),
+        f"{document['per_video'][1]['Acc']:.2f}",
+    ]
+    class_row = tables[2][3]
+    assert class_row[0].strip() == "a\\|b"
+    assert class_row[3].strip() == f"{document['per_class'][1]['Recall']:.2f}"
 
 
 def test_split_overlaps_and_background_options(tmp_path, capsys):

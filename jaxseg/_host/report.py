@@ -98,17 +98,22 @@ def format_table(report: Report, *, decimals: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _markdown_row(cells) -> str:
+    """One row of a Markdown table; a ``|`` in a cell (a video or class name) is escaped, or
+    it would split the cell and shift every later number into the wrong column."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
 def format_markdown(report: Report, *, decimals: int = 2) -> str:
     """GitHub-flavoured Markdown tables (ready to paste into a README or a paper draft)."""
     lines = [report.description]
     for section in report.sections:
         lines += ["", f"**{section.title}**", ""]
-        lines.append("| " + " | ".join(section.columns) + " |")
+        lines.append(_markdown_row(section.columns))
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(section.columns) - 1)) + "|")
         places = _column_decimals(section, decimals)
         for row in section.rows:
-            cells = (_cell(value, d) for value, d in zip(row, places, strict=True))
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(_markdown_row(_cell(v, d) for v, d in zip(row, places, strict=True)))
     return "\n".join(lines) + "\n"
 
 
