@@ -240,6 +240,27 @@ def test_pairing_errors_list_the_videos(tmp_path):
         pair_files(tmp_path / "gt", tmp_path / "empty", None)
 
 
+def test_a_video_name_in_another_unicode_normalization_is_pointed_out(tmp_path):
+    """Files copied from macOS name ``café`` as ``e`` and a combining accent: the error said
+    that ``café`` had no ground truth beside a ground truth ``café.txt`` that prints alike."""
+    composed, combining = "caf\u00e9", "cafe\u0301"
+    _touch(tmp_path / "gt", f"{composed}.txt", "x.txt")
+    _touch(tmp_path / "pred", combining, "x")
+    hint = (
+        f"({combining!r} is the known {composed!r} in another Unicode normalization: "
+        f"{combining!a} vs {composed!a})"
+    )
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    assert str(error.value).endswith(f"ground truth in {tmp_path / 'gt'}: {combining} {hint}")
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", [composed, "x"])
+    assert str(error.value).endswith(
+        f"of the split: {composed} ({composed!r} is the known {combining!r} in another "
+        f"Unicode normalization: {composed!a} vs {combining!a})"
+    )
+
+
 def test_dataset_reading_and_mapping_discovery(tmp_path):
     videos = random_videos(1, 6, len(NAMES))
     truth, predictions = write_dataset(

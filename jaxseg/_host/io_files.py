@@ -617,7 +617,9 @@ def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
 
 def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
     """A note naming the entries of ``folder`` named as the videos ``names`` that were not
-    read as their label files (``a.TXT``, a folder ``a``), or nothing."""
+    read as their label files (``a.TXT``, a folder ``a``), or the video of ``folder`` whose
+    name is the first of ``names`` in another Unicode normalization (``café`` written by
+    macOS, as ``e`` and a combining accent: the two print alike), or nothing."""
     wanted = set(names)
     try:
         entries = sorted(folder.iterdir())
@@ -625,7 +627,8 @@ def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
         return ""
     unread = [p.name for p in entries if p.name in wanted or p.stem in wanted]
     if not unread:
-        return ""
+        videos = (video_name(p) for p in entries if not p.name.startswith("."))
+        return normalization_hint(names[0], videos)
     return (
         f"; {folder} holds {_listing(unread)}, not read: a label file is a file named as its "
         "video, with no suffix, .txt or .npy"
