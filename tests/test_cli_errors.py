@@ -55,6 +55,11 @@ def test_missing_folders_and_files(dataset, capsys):
         )
     assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
+    # --mapping was ignored without a word, even a file that does not exist
+    for mapping in (root / "mapping.txt", root / "m.txt"):
+        assert fails(capsys, "--demo", "--mapping", mapping) == (
+            "--demo takes no --mapping (the demo dataset has its own)"
+        )
 
 
 def test_pipes_and_devices_are_not_called_missing(dataset, capsys):

@@ -678,6 +678,8 @@ def _run_evaluate(args) -> int:
     _check_evaluate_options(args)
     if args.demo and (args.ground_truth or args.predictions):
         raise InputError("--demo takes no GROUND_TRUTH or PREDICTIONS folders")
+    if args.demo and args.mapping is not None:  # the demo's own mapping would be used
+        raise InputError("--demo takes no --mapping (the demo dataset has its own)")
     if not args.demo and not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
     reports.check_output(args.output)
