@@ -343,6 +343,16 @@ def test_files_left_out_as_no_label_files_are_named(tmp_path, capsys):
     for options in (("--quiet",), ("--split", tmp_path / "split.bundle")):
         code, _, err = run(capsys, truth, predictions, *options)
         assert code == 0 and err == ""
+    # a mapping.txt in the ground-truth folder is read as the mapping: it was named as a
+    # file "not read" and "not named like a label file"
+    (tmp_path / "mapping.txt").rename(truth / "mapping.txt")
+    (truth / "video_09.mp4").unlink()
+    code, out, err = run(capsys, truth, predictions, "--format", "json")
+    assert code == 0 and json.loads(out)["summary"]["classes"] == list(NAMES)
+    assert err == (
+        "jaxseg: note: 1 file(s) not read, with no counterpart in the other folder and not "
+        f"named like a label file (no suffix, .txt or .npy): {predictions / 'README.md'}\n"
+    )
 
 
 def test_plot_folder(tmp_path, capsys):

@@ -603,7 +603,8 @@ def pair_files(
 
 def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
     """The files :func:`pair_files` leaves out without a split: those without a counterpart
-    in the other folder whose suffix is not a label file's (sorted)."""
+    in the other folder whose suffix is not a label file's (sorted); a ``mapping.txt`` is not
+    one of them (:func:`find_mapping` reads the one in the ground-truth folder)."""
     truth = _label_files(ground_truth, "ground-truth")
     predicted = _label_files(predictions, "predictions")
     kept = _without_other_files(truth, predicted)
@@ -611,7 +612,7 @@ def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
         path
         for files, left in zip((truth, predicted), kept)
         for name, path in files.items()
-        if name not in left
+        if name not in left and path.name != _MAPPING_FILE
     )
 
 
