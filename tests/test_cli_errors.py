@@ -95,8 +95,8 @@ def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     (predictions / "a.TXT").write_text("take\n")
     (predictions / "a").mkdir()
     namesakes = (
-        f"; {predictions} holds a, a.TXT, not read: a label file is a file named as its video, "
-        "with no suffix, .txt or .npy"
+        f"; {predictions} holds a (a folder), a.TXT, not read: a label file is a file named as "
+        "its video, with no suffix, .txt or .npy"
     )
     assert fails(capsys, truth, predictions) == (
         f"{truth}: 1 ground-truth file(s) without prediction in {predictions}: a "
@@ -104,6 +104,15 @@ def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     )
     assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
         f"{predictions}: no prediction for 1 video(s) of the split: a" + namesakes
+    )
+    # a link whose target is gone is named as its video: it was said not to be
+    (predictions / "a.TXT").unlink()
+    (predictions / "a").rmdir()
+    (predictions / "a.txt").symlink_to(root / "gone" / "a.txt")
+    assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
+        f"{predictions}: no prediction for 1 video(s) of the split: a; {predictions} holds "
+        "a.txt (a broken symbolic link), not read: a label file is a file named as its video, "
+        "with no suffix, .txt or .npy"
     )
 
 

@@ -626,7 +626,7 @@ def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
         entries = sorted(folder.iterdir())
     except OSError:
         return ""
-    unread = [p.name for p in entries if p.name in wanted or p.stem in wanted]
+    unread = [p.name + _kind(p) for p in entries if p.name in wanted or p.stem in wanted]
     if not unread:
         videos = (video_name(p) for p in entries if not p.name.startswith("."))
         return normalization_hint(names[0], videos)
@@ -634,6 +634,16 @@ def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
         f"; {folder} holds {_listing(unread)}, not read: a label file is a file named as its "
         "video, with no suffix, .txt or .npy"
     )
+
+
+def _kind(path: Path) -> str:
+    """`` (a folder)`` or `` (a broken symbolic link)`` for such an entry, else nothing: a
+    link whose target is gone is named as its video, and was said not to be."""
+    if path.is_dir():
+        return " (a folder)"
+    if path.is_symlink() and not path.exists():
+        return " (a broken symbolic link)"
+    return ""
 
 
 def _without_other_files(
