@@ -427,11 +427,18 @@ def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):
         write_atomic(tmp_path / "no" / "out.json", "x")
 
 
-def test_mapping_is_found_above_the_ground_truth_folder(tmp_path):
+def test_mapping_is_found_above_the_ground_truth_folder(tmp_path, monkeypatch):
     (tmp_path / "groundTruth").mkdir()
     assert find_mapping(tmp_path / "groundTruth") is None
     write_mapping(tmp_path / "mapping.txt", NAMES)
     assert find_mapping(tmp_path / "groundTruth") == tmp_path / "mapping.txt"
+    # from inside the folder (`jaxseg evaluate . ../results`): '.' has no parent of its own
+    (tmp_path / "groundTruth" / "deeper").mkdir()
+    monkeypatch.chdir(tmp_path / "groundTruth")
+    for folder in (".", "./", "deeper/..", "../groundTruth"):
+        assert find_mapping(Path(folder)).samefile(tmp_path / "mapping.txt"), folder
+    monkeypatch.chdir(tmp_path / "groundTruth" / "deeper")
+    assert find_mapping(Path("..")).samefile(tmp_path / "mapping.txt")
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])

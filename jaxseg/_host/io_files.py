@@ -669,8 +669,12 @@ def _label_like(path: Path) -> bool:
 
 
 def find_mapping(ground_truth: Path) -> Path | None:
-    """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any."""
-    for candidate in (ground_truth / _MAPPING_FILE, ground_truth.parent / _MAPPING_FILE):
+    """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any.
+
+    The folder above ``.`` or ``..`` is looked up from the absolute path: ``Path(".").parent``
+    is ``.`` itself, so ``jaxseg evaluate . ../results`` inside ``groundTruth/`` missed it."""
+    above = (ground_truth.resolve() if ground_truth.name in ("", "..") else ground_truth).parent
+    for candidate in (ground_truth / _MAPPING_FILE, above / _MAPPING_FILE):
         if candidate.is_file():
             return candidate
     return None
