@@ -477,3 +477,17 @@ def test_non_label_files_beside_the_videos_are_ignored(tmp_path):
     (predictions / "b").write_text("take\n")
     with pytest.raises(io.InputError, match=r"1 prediction\(s\) without ground truth .*: b$"):
         pair_files(truth, predictions, None)
+
+
+def test_a_mapping_file_in_both_folders_is_no_video(tmp_path):
+    """``jaxseg evaluate GT GT`` (a sanity check) with ``GT/mapping.txt``, or a predictions
+    folder holding a copy of the mapping: ``mapping.txt`` had a counterpart and was read as
+    the labels of a video 'mapping' ("unknown label '0'")."""
+    videos = {"a": (np.array([0, 1, 1]), np.array([0, 1, 1]))}
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    (tmp_path / "mapping.txt").rename(truth / "mapping.txt")
+    assert [name for name, _, _ in pair_files(truth, truth, None)] == ["a"]
+    write_mapping(predictions / "mapping.txt", NAMES)
+    assert [name for name, _, _ in pair_files(truth, predictions, None)] == ["a"]
+    data = io.load_segmentation_dataset(truth, truth)
+    assert data.names == ("a",) and data.targets[0].tolist() == [0, 1, 1]

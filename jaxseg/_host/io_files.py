@@ -650,14 +650,15 @@ def _without_other_files(
     truth: dict[str, Path], predicted: dict[str, Path]
 ) -> tuple[dict[str, Path], dict[str, Path]]:
     """``truth`` and ``predicted`` without the files that have no counterpart and are no
-    label files (``README.md``, ``results.json``) or are a ``mapping.txt`` (which
-    :func:`find_mapping` also looks for inside the ground-truth folder): not videos."""
+    label files (``README.md``, ``results.json``), and without any ``mapping.txt`` (which
+    :func:`find_mapping` also looks for inside the ground-truth folder, and which a folder
+    evaluated against itself holds twice): not videos."""
 
     def videos(files, other):
         return {
             n: f
             for n, f in files.items()
-            if n in other or (_label_like(f) and f.name != _MAPPING_FILE)
+            if f.name != _MAPPING_FILE and (n in other or _label_like(f))
         }
 
     return videos(truth, predicted), videos(predicted, truth)
