@@ -62,6 +62,9 @@ def test_mapping_missing_and_not_utf8(tmp_path):
     path.write_bytes(b"0 take\n1 \xff\xfe\n")
     with pytest.raises(io.InputError, match=r":2: mapping file is not a UTF-8 text file \(invali"):
         io.read_mapping(path)
+    path.write_text("0 take\n1 open\n", encoding="utf-16")
+    with pytest.raises(io.InputError, match=r"mapping.txt: mapping file is UTF-16 text \(it st"):
+        io.read_mapping(path)
 
 
 @pytest.mark.parametrize("style", ["lines", "mstcn", "npy"])
@@ -132,6 +135,11 @@ def test_unknown_label_names_line_and_frame(tmp_path):
         (b"### Frame level recognition: ###\n", ": empty file (no labels)"),
         (b"### Frame level recognition: ###", ": empty file (no labels)"),
         (b"take\n\x00\x01\x02take\n", ": label file is not a text file (NUL byte at offset 5)"),
+        # Windows' "Unicode" (UTF-16) text is text, but not UTF-8: it was "not a text file"
+        ("take\r\n".encode("utf-16"),
+         ": label file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"),
+        (b"\xfe\xff" + "take\n".encode("utf-16-be"),
+         ": label file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"),
         (b"take\n\x89PNG\xff\n",
          ":2: label file is not a UTF-8 text file (invalid byte 0x89 at offset 5)"),
         (b"### Frame level recognition: ###\ntake take\ntake \xe9\n",

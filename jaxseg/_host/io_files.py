@@ -35,6 +35,7 @@ _TEMPORARY_STEM = 64
 LABEL_LIMIT = 1 << 20
 _NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian UTF-16 byte-order marks
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -101,6 +102,11 @@ def _decode_text(path: Path, data: bytes, what: str) -> str:
     offset 5)``.
     """
     nul = data.find(b"\0")
+    if nul >= 0 and data.startswith(_UTF16_BOMS):  # Windows' "Unicode" text: a NUL per letter
+        raise InputError(
+            f"{path}: {what} is UTF-16 text (it starts with a UTF-16 byte-order mark); "
+            "save it as UTF-8"
+        )
     if nul >= 0:
         raise InputError(f"{path}: {what} is not a text file (NUL byte at offset {nul})")
     try:
