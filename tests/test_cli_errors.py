@@ -54,6 +54,12 @@ def test_missing_folders_and_files(dataset, capsys):
             f"{root}: is a folder; the {what} must be a file"
         )
     assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
+    # --background takes every word after it: the folders given after it were class names
+    assert fails(capsys, "--background", "SIL", truth, predictions) == (
+        "give GROUND_TRUTH and PREDICTIONS folders (or --demo); --background took 'SIL', "
+        f"{str(truth)!r}, {str(predictions)!r} as class names: give the folders before it, or "
+        "end its names with --"
+    )
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
     # --mapping was ignored without a word, even a file that does not exist
     for mapping in (root / "mapping.txt", root / "m.txt"):

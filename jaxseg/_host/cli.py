@@ -670,6 +670,17 @@ def _check_evaluate_options(args) -> None:
             raise InputError(f"{name} goes with {needed}; without it, nothing would read it")
 
 
+def _greedy(args) -> str:
+    """A note when ``--background`` took the folders as class names (it takes every word
+    after it: ``--background SIL GT PRED``), or nothing."""
+    if not args.background:
+        return ""
+    return (
+        f"; --background took {', '.join(map(repr, args.background))} as class names: give "
+        "the folders before it, or end its names with --"
+    )
+
+
 def _run_evaluate(args) -> int:
     if args.matching is not None:
         from jaxseg._host import cli_unsupervised
@@ -681,7 +692,7 @@ def _run_evaluate(args) -> int:
     if args.demo and args.mapping is not None:  # the demo's own mapping would be used
         raise InputError("--demo takes no --mapping (the demo dataset has its own)")
     if not args.demo and not (args.ground_truth and args.predictions):
-        raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
+        raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)" + _greedy(args))
     reports.check_output(args.output)
     reports.check_folder(args.plot, "--plot")
     if args.plot_videos != 0 and args.plot is None:
