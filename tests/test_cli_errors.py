@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -280,6 +281,23 @@ def test_bad_arguments_exit_2_with_usage(dataset, capsys):
             "error: argument --iou-thresholds: IoU thresholds must be simple fractions such "
             f"as 0.1 or 0.25 (denominator <= 32768), got {threshold}\n"
         )
+
+
+def test_a_stdout_that_cannot_encode_a_class_name(tmp_path, capsys, monkeypatch):
+    """A class name that stdout's encoding lacks (an ASCII or Latin-1 locale, a Windows
+    console page) ended in a UnicodeEncodeError traceback after the whole evaluation."""
+    truth, predictions = write_dataset(tmp_path, VIDEOS, ("take", "\u5207\u308b", "background"))
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert fails(capsys, truth, predictions, "--per-class") == (
+        "stdout (ascii) cannot write '\u5207' of a name in the results (a class or video); "
+        "write them with --output FILE (UTF-8), or set PYTHONIOENCODING=utf-8"
+    )
+    stdout.flush()
+    assert stdout.buffer.getvalue() == b""  # no table cut off at the name
+    assert main(["evaluate", str(truth), str(predictions), "--per-class", "--format", "json"]) == 0
+    stdout.flush()
+    assert json.loads(stdout.buffer.getvalue())["per_class"][1]["class"] == "\u5207\u308b"
 
 
 def test_real_command_no_traceback_and_clean_json(dataset):

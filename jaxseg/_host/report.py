@@ -230,7 +230,15 @@ def emit(text: str, output: str | None, *, quiet: bool) -> None:
     """Writes results to stdout (``output`` None or ``-``), or atomically to ``output`` (with
     a note on stderr)."""
     if output is None or output == STDOUT:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError as error:  # a name in a terminal or file of another encoding
+            character = error.object[error.start]
+            raise InputError(
+                f"stdout ({error.encoding}) cannot write {character!r} of a name in the results "
+                "(a class or video); write them with --output FILE (UTF-8), or set "
+                "PYTHONIOENCODING=utf-8"
+            ) from None
         sys.stdout.flush()
         return
     write_atomic(Path(output), text)
