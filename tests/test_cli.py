@@ -311,6 +311,25 @@ def test_split_overlaps_and_background_options(tmp_path, capsys):
     np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
 
 
+def test_thresholds_alike_in_six_digits_get_two_columns(tmp_path, capsys):
+    """145/1016 and 146/1023 are both F1@14.2717 to six digits: the JSON row and the summary's
+    tp/fp/fn kept one of the two thresholds (a dict of equal keys). Column names take more
+    digits where needed, as detection's and grounding's do."""
+    videos = random_videos(15, 6, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    overlaps = (0.1, 145 / 1016, 146 / 1023)
+    code, out, err = run(capsys, truth, predictions, "--format", "json", "--iou-thresholds",
+                         *map(repr, overlaps))  # fmt: skip
+    assert code == 0, err
+    row = json_row(out)[0]
+    assert list(row) == ["name", "Acc", "Edit", "F1@10", "F1@14.27165", "F1@14.27175"]
+    expected = expected_scores(videos, (4,), overlaps=overlaps)
+    np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
+    tp = [int(sum(ref.segmental_counts(t, p, overlaps, background=(4,))[0][k]
+                  for t, p in videos.values())) for k in range(3)]  # fmt: skip
+    assert list(json.loads(out)["summary"]["tp"].values()) == tp
+
+
 def test_output_file_and_quiet(tmp_path, capsys):
     videos = random_videos(12, 8, len(NAMES))
     truth, predictions = write_dataset(tmp_path, videos, NAMES)

@@ -472,7 +472,8 @@ def _segmentation_report(
     dataset, evaluator, per_class: bool, *, background, iou_thresholds, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
-    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in iou_thresholds)]
+    named = dict(zip(iou_thresholds, reports.overlap_columns(iou_thresholds), strict=True))
+    metrics = ["Acc", "Edit", *named.values()]
     values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in iou_thresholds)]
     if intervals is None:
         columns = ("name", *metrics)
@@ -519,9 +520,10 @@ def _segmentation_report(
         "background": background_names,
         "iou_thresholds": list(iou_thresholds),
         "confidence": None if intervals is None else intervals["confidence"],
-        "tp": {reports.overlap_column(t): int(result["tp"][t]) for t in iou_thresholds},
-        "fp": {reports.overlap_column(t): int(result["fp"][t]) for t in iou_thresholds},
-        "fn": {reports.overlap_column(t): int(result["fn"][t]) for t in iou_thresholds},
+        **{
+            key: {named[t]: int(result[key][t]) for t in iou_thresholds}
+            for key in ("tp", "fp", "fn")
+        },
     }
     text = reports.description(
         len(dataset.names), int(result["frames"]), len(dataset.class_names), background_names
@@ -758,7 +760,8 @@ _PLOT_CLASSES = 1024
 
 
 def _comparison_report(dataset_a, result, *, background, iou_thresholds, args) -> reports.Report:
-    keys = [*_METRICS, *((reports.overlap_column(t), ("f1", t)) for t in iou_thresholds)]
+    columns = reports.overlap_columns(iou_thresholds)
+    keys = [*_METRICS, *((c, ("f1", t)) for c, t in zip(columns, iou_thresholds, strict=True))]
     rows = []
     for column, key in keys:
         value = _lookup(result, key)

@@ -57,13 +57,28 @@ class Report(NamedTuple):
     sections: tuple[Section, ...]
 
 
-def overlap_column(overlap: float) -> str:
-    """The paper column name of an IoU threshold.
+def overlap_column(overlap: float, digits: int = 6) -> str:
+    """The paper column name of an IoU threshold (``digits`` significant digits).
 
     >>> overlap_column(0.1), overlap_column(0.25), overlap_column(0.125)
     ('F1@10', 'F1@25', 'F1@12.5')
     """
-    return f"F1@{100 * overlap:g}"
+    return f"F1@{100 * overlap:.{digits}g}"
+
+
+def overlap_columns(overlaps: Sequence[float]) -> list[str]:
+    """The column names of distinct IoU thresholds: :func:`overlap_column`, with more digits
+    where six would name two alike (145/1016 and 146/1023 are both ``F1@14.2717``: the JSON
+    row and summary kept one of them).
+
+    >>> overlap_columns([0.1, 145 / 1016, 146 / 1023])
+    ['F1@10', 'F1@14.27165', 'F1@14.27175']
+    """
+    for digits in range(6, 18):
+        names = [overlap_column(overlap, digits) for overlap in overlaps]
+        if len(set(names)) == len(names):
+            return names
+    return [f"F1@{100 * overlap!r}" for overlap in overlaps]
 
 
 def _cell(value, decimals: int) -> str:
