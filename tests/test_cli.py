@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import _reference as ref
 import numpy as np
@@ -266,6 +267,32 @@ def test_table_markdown_and_csv_agree_with_json(tmp_path, capsys):
     assert rows[-1]["name"] == "mean" and rows[-1]["Edit"] == ""
 
 
+def test_markdown_cells_holding_a_pipe_stay_one_cell(tmp_path, capsys):
+    """A ``|`` in a video or class name split its Markdown cell: the row had one cell more
+    than the header, and every number after the name sat under the wrong column."""
+    videos = random_videos(12, 2, 3)
+    videos = {"v|a": videos["video_00"], "v|b": videos["video_01"]}
+    truth, predictions = write_dataset(tmp_path, videos, ("bg", "a|b", "c"))
+    argv = (truth, predictions, "--per-video", "--per-class")
+    _, document, _ = run(capsys, *argv, "--format", "json")
+    document = json.loads(document)
+    _, markdown, _ = run(capsys, *argv, "--format", "markdown")
+    tables = [[re.split(r"(?<!\\)\|", line)[1:-1] for line in block.splitlines()]
+              for block in markdown.split("\n\n") if block.startswith("|")]  # fmt: skip
+    assert len(tables) == 3
+    for table in tables:
+        assert all(len(row) == len(table[0]) for row in table)
+    video_row = tables[1][3]  # header, rule, then the videos in sorted order: v|b second
+    assert [c.strip() for c in video_row[:3]] == [
+        "v\\|b",
+        str(videos["v|b"][0].size),
+        f"{document['per_video'][1]['Acc']:.2f}",
+    ]
+    class_row = tables[2][3]
+    assert class_row[0].strip() == "a\\|b"
+    assert class_row[3].strip() == f"{document['per_class'][1]['Recall']:.2f}"
+
+
 def test_split_overlaps_and_background_options(tmp_path, capsys):
     videos = random_videos(11, 8, len(NAMES))
     chosen = ["video_05", "video_01", "video_02"]
@@ -282,6 +309,25 @@ def test_split_overlaps_and_background_options(tmp_path, capsys):
     assert list(row) == ["name", "Acc", "Edit", "F1@30", "F1@75"]
     expected = expected_scores(subset, (0, 4), overlaps=(0.3, 0.75))
     np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
+
+
+def test_thresholds_alike_in_six_digits_get_two_columns(tmp_path, capsys):
+    """145/1016 and 146/1023 are both F1@14.2717 to six digits: the JSON row and the summary's
+    tp/fp/fn kept one of the two thresholds (a dict of equal keys). Column names take more
+    digits where needed, as detection's and grounding's do."""
+    videos = random_videos(15, 6, len(NAMES))
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    overlaps = (0.1, 145 / 1016, 146 / 1023)
+    code, out, err = run(capsys, truth, predictions, "--format", "json", "--iou-thresholds",
+                         *map(repr, overlaps))  # fmt: skip
+    assert code == 0, err
+    row = json_row(out)[0]
+    assert list(row) == ["name", "Acc", "Edit", "F1@10", "F1@14.27165", "F1@14.27175"]
+    expected = expected_scores(videos, (4,), overlaps=overlaps)
+    np.testing.assert_allclose(list(row.values())[1:], expected, atol=1e-9)
+    tp = [int(sum(ref.segmental_counts(t, p, overlaps, background=(4,))[0][k]
+                  for t, p in videos.values())) for k in range(3)]  # fmt: skip
+    assert list(json.loads(out)["summary"]["tp"].values()) == tp
 
 
 def test_output_file_and_quiet(tmp_path, capsys):
@@ -316,6 +362,16 @@ def test_files_left_out_as_no_label_files_are_named(tmp_path, capsys):
     for options in (("--quiet",), ("--split", tmp_path / "split.bundle")):
         code, _, err = run(capsys, truth, predictions, *options)
         assert code == 0 and err == ""
+    # a mapping.txt in the ground-truth folder is read as the mapping: it was named as a
+    # file "not read" and "not named like a label file"
+    (tmp_path / "mapping.txt").rename(truth / "mapping.txt")
+    (truth / "video_09.mp4").unlink()
+    code, out, err = run(capsys, truth, predictions, "--format", "json")
+    assert code == 0 and json.loads(out)["summary"]["classes"] == list(NAMES)
+    assert err == (
+        "jaxseg: note: 1 file(s) not read, with no counterpart in the other folder and not "
+        f"named like a label file (no suffix, .txt or .npy): {predictions / 'README.md'}\n"
+    )
 
 
 def test_plot_folder(tmp_path, capsys):

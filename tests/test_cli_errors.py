@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -54,7 +55,18 @@ def test_missing_folders_and_files(dataset, capsys):
             f"{root}: is a folder; the {what} must be a file"
         )
     assert fails(capsys, truth) == "give GROUND_TRUTH and PREDICTIONS folders (or --demo)"
+    # --background takes every word after it: the folders given after it were class names
+    assert fails(capsys, "--background", "SIL", truth, predictions) == (
+        "give GROUND_TRUTH and PREDICTIONS folders (or --demo); --background took 'SIL', "
+        f"{str(truth)!r}, {str(predictions)!r} as class names: give the folders before it, or "
+        "end its names with --"
+    )
     assert fails(capsys, "--demo", truth) == "--demo takes no GROUND_TRUTH or PREDICTIONS folders"
+    # --mapping was ignored without a word, even a file that does not exist
+    for mapping in (root / "mapping.txt", root / "m.txt"):
+        assert fails(capsys, "--demo", "--mapping", mapping) == (
+            "--demo takes no --mapping (the demo dataset has its own)"
+        )
 
 
 def test_pipes_and_devices_are_not_called_missing(dataset, capsys):
@@ -90,8 +102,8 @@ def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     (predictions / "a.TXT").write_text("take\n")
     (predictions / "a").mkdir()
     namesakes = (
-        f"; {predictions} holds a, a.TXT, not read: a label file is a file named as its video, "
-        "with no suffix, .txt or .npy"
+        f"; {predictions} holds a (a folder), a.TXT, not read: a label file is a file named as "
+        "its video, with no suffix, .txt or .npy"
     )
     assert fails(capsys, truth, predictions) == (
         f"{truth}: 1 ground-truth file(s) without prediction in {predictions}: a "
@@ -99,6 +111,15 @@ def test_predictions_without_ground_truth_and_vice_versa(dataset, capsys):
     )
     assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
         f"{predictions}: no prediction for 1 video(s) of the split: a" + namesakes
+    )
+    # a link whose target is gone is named as its video: it was said not to be
+    (predictions / "a.TXT").unlink()
+    (predictions / "a").rmdir()
+    (predictions / "a.txt").symlink_to(root / "gone" / "a.txt")
+    assert fails(capsys, truth, predictions, "--split", root / "split.bundle") == (
+        f"{predictions}: no prediction for 1 video(s) of the split: a; {predictions} holds "
+        "a.txt (a broken symbolic link), not read: a label file is a file named as its video, "
+        "with no suffix, .txt or .npy"
     )
 
 
@@ -260,6 +281,23 @@ def test_bad_arguments_exit_2_with_usage(dataset, capsys):
             "error: argument --iou-thresholds: IoU thresholds must be simple fractions such "
             f"as 0.1 or 0.25 (denominator <= 32768), got {threshold}\n"
         )
+
+
+def test_a_stdout_that_cannot_encode_a_class_name(tmp_path, capsys, monkeypatch):
+    """A class name that stdout's encoding lacks (an ASCII or Latin-1 locale, a Windows
+    console page) ended in a UnicodeEncodeError traceback after the whole evaluation."""
+    truth, predictions = write_dataset(tmp_path, VIDEOS, ("take", "\u5207\u308b", "background"))
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert fails(capsys, truth, predictions, "--per-class") == (
+        "stdout (ascii) cannot write '\u5207' of a name in the results (a class or video); "
+        "write them with --output FILE (UTF-8), or set PYTHONIOENCODING=utf-8"
+    )
+    stdout.flush()
+    assert stdout.buffer.getvalue() == b""  # no table cut off at the name
+    assert main(["evaluate", str(truth), str(predictions), "--per-class", "--format", "json"]) == 0
+    stdout.flush()
+    assert json.loads(stdout.buffer.getvalue())["per_class"][1]["class"] == "\u5207\u308b"
 
 
 def test_real_command_no_traceback_and_clean_json(dataset):

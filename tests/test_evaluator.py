@@ -745,6 +745,20 @@ def test_class_counts_are_the_confusion_matrix_sums(specs, background):
     np.testing.assert_allclose(ev.get()["class_accuracy"][support > 0], recall[support > 0])
 
 
+def test_class_counts_have_num_classes_entries_before_any_video():
+    """``class_counts()`` promises ``[C]`` counts; with ``num_classes`` given it returned
+    empty arrays until a video was added (and again after ``reset``)."""
+    ev = Evaluator(num_classes=4)
+    for _ in range(2):
+        counts = ev.class_counts()
+        for values in counts:
+            np.testing.assert_array_equal(values, np.zeros(4, np.int64))
+        ev.add([0, 1], [0, 2])
+        assert ev.class_counts().predicted.tolist() == [1, 0, 1, 0]
+        ev.reset()
+    assert Evaluator().class_counts().support.shape == (0,)  # C is not known yet
+
+
 def test_background_only_labels_set_the_inferred_class_count():
     ev = Evaluator(background=(9,))
     ev.add([9, 9, 1], [9, 1, 1])

@@ -1,5 +1,7 @@
 """Evaluator.get(confidence=...): bootstrap intervals of the dataset metrics over videos."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -68,3 +70,19 @@ def test_comparison_reports_float64_values_and_contains_the_difference():
     assert result["a"] == 5 / 6 and result["b"] == 4 / 6
     assert result["difference"] == 5 / 6 - 4 / 6
     assert result["lower"] <= result["difference"] <= result["upper"]
+
+
+def test_a_seed_that_is_no_integer_is_named():
+    """``get(confidence=..., seed=None)`` (and ``"3"``, ``1.5``, ``True``) failed in JAX with
+    messages naming no argument ("None is not a valid value for jnp.array"), or ran."""
+    ev = jaxseg.Evaluator()
+    ev.add([[1, 1, 2], [2, 2, 1]], [[1, 2, 2], [2, 2, 2]])
+    for seed in (None, "3", 1.5, True, [3]):
+        message = re.escape(f"seed must be an integer, got {seed!r}.")
+        with pytest.raises(TypeError, match=f"^{message}$"):
+            ev.get(confidence=0.9, num_samples=10, seed=seed)
+    for seed in (3, np.int64(3), np.uint32(3)):
+        assert (
+            ev.get(confidence=0.9, num_samples=10, seed=seed)["intervals"]["accuracy"]
+            == (ev.get(confidence=0.9, num_samples=10, seed=3)["intervals"]["accuracy"])
+        )

@@ -62,6 +62,9 @@ def test_mapping_missing_and_not_utf8(tmp_path):
     path.write_bytes(b"0 take\n1 \xff\xfe\n")
     with pytest.raises(io.InputError, match=r":2: mapping file is not a UTF-8 text file \(invali"):
         io.read_mapping(path)
+    path.write_text("0 take\n1 open\n", encoding="utf-16")
+    with pytest.raises(io.InputError, match=r"mapping.txt: mapping file is UTF-16 text \(it st"):
+        io.read_mapping(path)
 
 
 @pytest.mark.parametrize("style", ["lines", "mstcn", "npy"])
@@ -132,6 +135,11 @@ def test_unknown_label_names_line_and_frame(tmp_path):
         (b"### Frame level recognition: ###\n", ": empty file (no labels)"),
         (b"### Frame level recognition: ###", ": empty file (no labels)"),
         (b"take\n\x00\x01\x02take\n", ": label file is not a text file (NUL byte at offset 5)"),
+        # Windows' "Unicode" (UTF-16) text is text, but not UTF-8: it was "not a text file"
+        ("take\r\n".encode("utf-16"),
+         ": label file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"),
+        (b"\xfe\xff" + "take\n".encode("utf-16-be"),
+         ": label file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"),
         (b"take\n\x89PNG\xff\n",
          ":2: label file is not a UTF-8 text file (invalid byte 0x89 at offset 5)"),
         (b"### Frame level recognition: ###\ntake take\ntake \xe9\n",
@@ -238,6 +246,27 @@ def test_pairing_errors_list_the_videos(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(io.InputError, match="empty: predictions folder has no files"):
         pair_files(tmp_path / "gt", tmp_path / "empty", None)
+
+
+def test_a_video_name_in_another_unicode_normalization_is_pointed_out(tmp_path):
+    """Files copied from macOS name ``café`` as ``e`` and a combining accent: the error said
+    that ``café`` had no ground truth beside a ground truth ``café.txt`` that prints alike."""
+    composed, combining = "caf\u00e9", "cafe\u0301"
+    _touch(tmp_path / "gt", f"{composed}.txt", "x.txt")
+    _touch(tmp_path / "pred", combining, "x")
+    hint = (
+        f"({combining!r} is the known {composed!r} in another Unicode normalization: "
+        f"{combining!a} vs {composed!a})"
+    )
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", None)
+    assert str(error.value).endswith(f"ground truth in {tmp_path / 'gt'}: {combining} {hint}")
+    with pytest.raises(io.InputError) as error:
+        pair_files(tmp_path / "gt", tmp_path / "pred", [composed, "x"])
+    assert str(error.value).endswith(
+        f"of the split: {composed} ({composed!r} is the known {combining!r} in another "
+        f"Unicode normalization: {composed!a} vs {combining!a})"
+    )
 
 
 def test_dataset_reading_and_mapping_discovery(tmp_path):
@@ -406,11 +435,18 @@ def test_atomic_write_replaces_whole_file_or_nothing(tmp_path, monkeypatch):
         write_atomic(tmp_path / "no" / "out.json", "x")
 
 
-def test_mapping_is_found_above_the_ground_truth_folder(tmp_path):
+def test_mapping_is_found_above_the_ground_truth_folder(tmp_path, monkeypatch):
     (tmp_path / "groundTruth").mkdir()
     assert find_mapping(tmp_path / "groundTruth") is None
     write_mapping(tmp_path / "mapping.txt", NAMES)
     assert find_mapping(tmp_path / "groundTruth") == tmp_path / "mapping.txt"
+    # from inside the folder (`jaxseg evaluate . ../results`): '.' has no parent of its own
+    (tmp_path / "groundTruth" / "deeper").mkdir()
+    monkeypatch.chdir(tmp_path / "groundTruth")
+    for folder in (".", "./", "deeper/..", "../groundTruth"):
+        assert find_mapping(Path(folder)).samefile(tmp_path / "mapping.txt"), folder
+    monkeypatch.chdir(tmp_path / "groundTruth" / "deeper")
+    assert find_mapping(Path("..")).samefile(tmp_path / "mapping.txt")
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
@@ -449,3 +485,17 @@ def test_non_label_files_beside_the_videos_are_ignored(tmp_path):
     (predictions / "b").write_text("take\n")
     with pytest.raises(io.InputError, match=r"1 prediction\(s\) without ground truth .*: b$"):
         pair_files(truth, predictions, None)
+
+
+def test_a_mapping_file_in_both_folders_is_no_video(tmp_path):
+    """``jaxseg evaluate GT GT`` (a sanity check) with ``GT/mapping.txt``, or a predictions
+    folder holding a copy of the mapping: ``mapping.txt`` had a counterpart and was read as
+    the labels of a video 'mapping' ("unknown label '0'")."""
+    videos = {"a": (np.array([0, 1, 1]), np.array([0, 1, 1]))}
+    truth, predictions = write_dataset(tmp_path, videos, NAMES)
+    (tmp_path / "mapping.txt").rename(truth / "mapping.txt")
+    assert [name for name, _, _ in pair_files(truth, truth, None)] == ["a"]
+    write_mapping(predictions / "mapping.txt", NAMES)
+    assert [name for name, _, _ in pair_files(truth, predictions, None)] == ["a"]
+    data = io.load_segmentation_dataset(truth, truth)
+    assert data.names == ("a",) and data.targets[0].tolist() == [0, 1, 1]

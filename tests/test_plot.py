@@ -81,6 +81,25 @@ def test_class_scores_and_confusion(tmp_path):
     assert texts == sorted(["83", "17", "18", "82"])  # row-normalised percentages
 
 
+def test_names_with_dollar_signs_are_drawn_as_written(tmp_path):
+    """Class and video names holding two ``$`` were read as mathtext: ``b$_$`` raised a
+    ValueError when the PNG was written (a traceback from ``jaxseg evaluate --plot``) and
+    ``$x$`` was drawn as an italic x. They are drawn as written."""
+    names = ("bg", "b$_$", "$x$", "c$")
+    target, prediction = np.repeat([0, 1, 2, 3], 5), np.repeat([0, 2, 1, 3], 5)
+    figure = plot.timeline(
+        target, prediction, class_names=names, title="v$^$", path=tmp_path / "timeline.png"
+    )
+    texts = [figure.axes[0].title, *figure.legends[0].get_texts()]
+    matrix = np.array([[5, 0, 0, 0], [0, 3, 2, 0], [0, 2, 3, 0], [0, 0, 0, 5]])
+    scores = {"F1": np.full(4, 50.0)}
+    figure = plot.overview(matrix, scores, class_names=names, path=tmp_path / "overview.png")
+    for axes in figure.axes[:2]:
+        texts += [*axes.get_xticklabels(), *axes.get_yticklabels()]
+    drawn = {text.get_text() for text in texts if not text.get_parse_math()}
+    assert {*names, "v$^$"} <= drawn
+
+
 def test_missing_matplotlib_gives_an_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install 'jaxseg\[plot\]'"):

@@ -472,7 +472,8 @@ def _segmentation_report(
     dataset, evaluator, per_class: bool, *, background, iou_thresholds, intervals, per_video: bool
 ) -> reports.Report:
     result = evaluator.get()
-    metrics = ["Acc", "Edit", *(reports.overlap_column(tau) for tau in iou_thresholds)]
+    named = dict(zip(iou_thresholds, reports.overlap_columns(iou_thresholds), strict=True))
+    metrics = ["Acc", "Edit", *named.values()]
     values = [result["accuracy"], result["edit"], *(result["f1"][tau] for tau in iou_thresholds)]
     if intervals is None:
         columns = ("name", *metrics)
@@ -519,9 +520,10 @@ def _segmentation_report(
         "background": background_names,
         "iou_thresholds": list(iou_thresholds),
         "confidence": None if intervals is None else intervals["confidence"],
-        "tp": {reports.overlap_column(t): int(result["tp"][t]) for t in iou_thresholds},
-        "fp": {reports.overlap_column(t): int(result["fp"][t]) for t in iou_thresholds},
-        "fn": {reports.overlap_column(t): int(result["fn"][t]) for t in iou_thresholds},
+        **{
+            key: {named[t]: int(result[key][t]) for t in iou_thresholds}
+            for key in ("tp", "fp", "fn")
+        },
     }
     text = reports.description(
         len(dataset.names), int(result["frames"]), len(dataset.class_names), background_names
@@ -670,6 +672,17 @@ def _check_evaluate_options(args) -> None:
             raise InputError(f"{name} goes with {needed}; without it, nothing would read it")
 
 
+def _greedy(args) -> str:
+    """A note when ``--background`` took the folders as class names (it takes every word
+    after it: ``--background SIL GT PRED``), or nothing."""
+    if not args.background:
+        return ""
+    return (
+        f"; --background took {', '.join(map(repr, args.background))} as class names: give "
+        "the folders before it, or end its names with --"
+    )
+
+
 def _run_evaluate(args) -> int:
     if args.matching is not None:
         from jaxseg._host import cli_unsupervised
@@ -678,8 +691,10 @@ def _run_evaluate(args) -> int:
     _check_evaluate_options(args)
     if args.demo and (args.ground_truth or args.predictions):
         raise InputError("--demo takes no GROUND_TRUTH or PREDICTIONS folders")
+    if args.demo and args.mapping is not None:  # the demo's own mapping would be used
+        raise InputError("--demo takes no --mapping (the demo dataset has its own)")
     if not args.demo and not (args.ground_truth and args.predictions):
-        raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)")
+        raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)" + _greedy(args))
     reports.check_output(args.output)
     reports.check_folder(args.plot, "--plot")
     if args.plot_videos != 0 and args.plot is None:
@@ -745,7 +760,8 @@ _PLOT_CLASSES = 1024
 
 
 def _comparison_report(dataset_a, result, *, background, iou_thresholds, args) -> reports.Report:
-    keys = [*_METRICS, *((reports.overlap_column(t), ("f1", t)) for t in iou_thresholds)]
+    columns = reports.overlap_columns(iou_thresholds)
+    keys = [*_METRICS, *((c, ("f1", t)) for c, t in zip(columns, iou_thresholds, strict=True))]
     rows = []
     for column, key in keys:
         value = _lookup(result, key)

@@ -215,7 +215,8 @@ class Evaluator:
         """Forgets every video added so far."""
         self._names: list[str] = []
         self._stats: list[SegmentationStatistics] = []
-        self._class_counts = np.zeros((3, 0), np.int64)  # target, predicted, correct frames
+        # target, predicted and correct frames of each class: [3, C] from the start if C is known
+        self._class_counts = np.zeros((3, self.num_classes or 0), np.int64)
         self._pending: list[tuple[str, np.ndarray, np.ndarray]] = []
         self._pending_frames = 0
         self._pending_bound = 0  # the largest queued label (padding.label_bound)

@@ -115,6 +115,14 @@ def dataset_metrics(statistics, *, class_stats=None) -> dict:
     return out
 
 
+def _key(seed):
+    """``jax.random.key(seed)``, or a TypeError naming ``seed`` unless it is an integer (JAX's
+    own errors named no argument: "None is not a valid value for jnp.array")."""
+    if np.ndim(seed) != 0 or not np.issubdtype(np.asarray(seed).dtype, np.integer):
+        raise TypeError(f"seed must be an integer, got {seed!r}.")
+    return jax.random.key(seed)
+
+
 def _around(lower, upper, point, ulps: int = 4):
     """float64 ``(lower, upper)`` trees, an endpoint moved onto the float64 ``point`` where it
     lies beyond it by at most ``ulps`` float32 ulps: the rounding of float32 replicates, not
@@ -236,7 +244,7 @@ def segmentation_intervals(
     result = _bootstrap(
         stats,
         _all_metrics,
-        key=jax.random.key(seed),
+        key=_key(seed),
         num_samples=num_samples,
         confidence=confidence,
         method=method,
@@ -343,7 +351,7 @@ def segmentation_comparison(
 def _paired_draws(a, b, *, seed, num_samples, confidence, alternative, strata):
     """The paired bootstrap test and the permutation test of every metric of
     :func:`segmentation_comparison`, from one seed."""
-    bootstrap_key, permutation_key = jax.random.split(jax.random.key(seed))
+    bootstrap_key, permutation_key = jax.random.split(_key(seed))
     paired = _paired_bootstrap_test(
         a,
         b,

@@ -35,6 +35,7 @@ _TEMPORARY_STEM = 64
 LABEL_LIMIT = 1 << 20
 _NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian UTF-16 byte-order marks
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -101,6 +102,11 @@ def _decode_text(path: Path, data: bytes, what: str) -> str:
     offset 5)``.
     """
     nul = data.find(b"\0")
+    if nul >= 0 and data.startswith(_UTF16_BOMS):  # Windows' "Unicode" text: a NUL per letter
+        raise InputError(
+            f"{path}: {what} is UTF-16 text (it starts with a UTF-16 byte-order mark); "
+            "save it as UTF-8"
+        )
     if nul >= 0:
         raise InputError(f"{path}: {what} is not a text file (NUL byte at offset {nul})")
     try:
@@ -603,7 +609,8 @@ def pair_files(
 
 def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
     """The files :func:`pair_files` leaves out without a split: those without a counterpart
-    in the other folder whose suffix is not a label file's (sorted)."""
+    in the other folder whose suffix is not a label file's (sorted); a ``mapping.txt`` is not
+    one of them (:func:`find_mapping` reads the one in the ground-truth folder)."""
     truth = _label_files(ground_truth, "ground-truth")
     predicted = _label_files(predictions, "predictions")
     kept = _without_other_files(truth, predicted)
@@ -611,39 +618,53 @@ def other_files(ground_truth: Path, predictions: Path) -> list[Path]:
         path
         for files, left in zip((truth, predicted), kept)
         for name, path in files.items()
-        if name not in left
+        if name not in left and path.name != _MAPPING_FILE
     )
 
 
 def _unread_namesakes(folder: Path, names: Sequence[str]) -> str:
     """A note naming the entries of ``folder`` named as the videos ``names`` that were not
-    read as their label files (``a.TXT``, a folder ``a``), or nothing."""
+    read as their label files (``a.TXT``, a folder ``a``), or the video of ``folder`` whose
+    name is the first of ``names`` in another Unicode normalization (``café`` written by
+    macOS, as ``e`` and a combining accent: the two print alike), or nothing."""
     wanted = set(names)
     try:
         entries = sorted(folder.iterdir())
     except OSError:
         return ""
-    unread = [p.name for p in entries if p.name in wanted or p.stem in wanted]
+    unread = [p.name + _kind(p) for p in entries if p.name in wanted or p.stem in wanted]
     if not unread:
-        return ""
+        videos = (video_name(p) for p in entries if not p.name.startswith("."))
+        return normalization_hint(names[0], videos)
     return (
         f"; {folder} holds {_listing(unread)}, not read: a label file is a file named as its "
         "video, with no suffix, .txt or .npy"
     )
 
 
+def _kind(path: Path) -> str:
+    """`` (a folder)`` or `` (a broken symbolic link)`` for such an entry, else nothing: a
+    link whose target is gone is named as its video, and was said not to be."""
+    if path.is_dir():
+        return " (a folder)"
+    if path.is_symlink() and not path.exists():
+        return " (a broken symbolic link)"
+    return ""
+
+
 def _without_other_files(
     truth: dict[str, Path], predicted: dict[str, Path]
 ) -> tuple[dict[str, Path], dict[str, Path]]:
     """``truth`` and ``predicted`` without the files that have no counterpart and are no
-    label files (``README.md``, ``results.json``) or are a ``mapping.txt`` (which
-    :func:`find_mapping` also looks for inside the ground-truth folder): not videos."""
+    label files (``README.md``, ``results.json``), and without any ``mapping.txt`` (which
+    :func:`find_mapping` also looks for inside the ground-truth folder, and which a folder
+    evaluated against itself holds twice): not videos."""
 
     def videos(files, other):
         return {
             n: f
             for n, f in files.items()
-            if n in other or (_label_like(f) and f.name != _MAPPING_FILE)
+            if f.name != _MAPPING_FILE and (n in other or _label_like(f))
         }
 
     return videos(truth, predicted), videos(predicted, truth)
@@ -655,8 +676,12 @@ def _label_like(path: Path) -> bool:
 
 
 def find_mapping(ground_truth: Path) -> Path | None:
-    """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any."""
-    for candidate in (ground_truth / _MAPPING_FILE, ground_truth.parent / _MAPPING_FILE):
+    """The ``mapping.txt`` beside or above a ground-truth folder (MS-TCN layout), if any.
+
+    The folder above ``.`` or ``..`` is looked up from the absolute path: ``Path(".").parent``
+    is ``.`` itself, so ``jaxseg evaluate . ../results`` inside ``groundTruth/`` missed it."""
+    above = (ground_truth.resolve() if ground_truth.name in ("", "..") else ground_truth).parent
+    for candidate in (ground_truth / _MAPPING_FILE, above / _MAPPING_FILE):
         if candidate.is_file():
             return candidate
     return None

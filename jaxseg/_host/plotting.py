@@ -13,6 +13,10 @@ from collections.abc import Sequence
 import numpy as np
 
 BACKGROUND_COLOR = "#d9d9d9"
+# Names from the data (class names, a video's name) are drawn as written: matplotlib reads a
+# text with two unescaped ``$`` as mathtext, which failed on a name such as ``b$_$`` (and
+# drew ``$x$`` as an italic x).
+_AS_WRITTEN = {"parse_math": False}
 
 
 def _matplotlib():
@@ -84,7 +88,7 @@ def timeline(
       prediction: int ``[T]`` predicted class indices.
       class_names: the C class names (the legend shows the classes that occur).
       background: class indices drawn in grey.
-      title: shown above the picture (e.g. the video name).
+      title: shown above the picture (e.g. the video name), as written (no mathtext).
       path: if given, the PNG is written there.
       figsize: size in inches; the PNG has ``figsize * dpi`` pixels.
       dpi: pixels per inch.
@@ -117,14 +121,16 @@ def timeline(
     axes.set_yticks([0, 1], ["ground truth", "prediction"])
     axes.set_xlabel("frame")
     if title:
-        axes.set_title(title, fontsize="medium")
+        axes.set_title(title, fontsize="medium", **_AS_WRITTEN)
     present = np.unique(rows)
     handles = [matplotlib.patches.Patch(color=colors[c], label=class_names[c]) for c in present]
     columns = -(-len(handles) // 10)  # at most 10 names a column: many classes stay readable
-    figure.legend(
+    legend = figure.legend(
         handles=handles, loc="outside right center", fontsize="small", frameon=False,
         ncols=columns,
     )  # fmt: skip
+    for text in legend.get_texts():
+        text.set(**_AS_WRITTEN)
     return _save(figure, path, dpi)
 
 
@@ -144,7 +150,7 @@ def _draw_class_scores(axes, class_names, scores, *, title=None):
     for number, (label, values) in enumerate(scores.items()):
         offset = (number - (len(scores) - 1) / 2) * width
         axes.bar(positions + offset, np.nan_to_num(values, nan=0.0), width, label=label)
-    axes.set_xticks(positions, class_names, rotation=90, fontsize=LABEL_POINTS)
+    axes.set_xticks(positions, class_names, rotation=90, fontsize=LABEL_POINTS, **_AS_WRITTEN)
     axes.set_xlim(-0.6, len(class_names) - 0.4)
     axes.set_ylim(0, 100)
     axes.set_ylabel("%")
@@ -235,8 +241,8 @@ def _draw_confusion(figure, axes, matrix, class_names, *, title=None):
     fractions = np.divide(matrix, totals, out=np.full_like(matrix, np.nan), where=totals > 0)
     image = axes.imshow(fractions, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
     ticks = np.arange(len(class_names))
-    axes.set_xticks(ticks, class_names, rotation=90, fontsize=LABEL_POINTS)
-    axes.set_yticks(ticks, class_names, fontsize=LABEL_POINTS)
+    axes.set_xticks(ticks, class_names, rotation=90, fontsize=LABEL_POINTS, **_AS_WRITTEN)
+    axes.set_yticks(ticks, class_names, fontsize=LABEL_POINTS, **_AS_WRITTEN)
     axes.set_xlabel("prediction")
     axes.set_ylabel("ground truth")
     if len(class_names) <= 20:

@@ -57,13 +57,28 @@ class Report(NamedTuple):
     sections: tuple[Section, ...]
 
 
-def overlap_column(overlap: float) -> str:
-    """The paper column name of an IoU threshold.
+def overlap_column(overlap: float, digits: int = 6) -> str:
+    """The paper column name of an IoU threshold (``digits`` significant digits).
 
     >>> overlap_column(0.1), overlap_column(0.25), overlap_column(0.125)
     ('F1@10', 'F1@25', 'F1@12.5')
     """
-    return f"F1@{100 * overlap:g}"
+    return f"F1@{100 * overlap:.{digits}g}"
+
+
+def overlap_columns(overlaps: Sequence[float]) -> list[str]:
+    """The column names of distinct IoU thresholds: :func:`overlap_column`, with more digits
+    where six would name two alike (145/1016 and 146/1023 are both ``F1@14.2717``: the JSON
+    row and summary kept one of them).
+
+    >>> overlap_columns([0.1, 145 / 1016, 146 / 1023])
+    ['F1@10', 'F1@14.27165', 'F1@14.27175']
+    """
+    for digits in range(6, 18):
+        names = [overlap_column(overlap, digits) for overlap in overlaps]
+        if len(set(names)) == len(names):
+            return names
+    return [f"F1@{100 * overlap!r}" for overlap in overlaps]
 
 
 def _cell(value, decimals: int) -> str:
@@ -98,17 +113,22 @@ def format_table(report: Report, *, decimals: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _markdown_row(cells) -> str:
+    """One row of a Markdown table; a ``|`` in a cell (a video or class name) is escaped, or
+    it would split the cell and shift every later number into the wrong column."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
 def format_markdown(report: Report, *, decimals: int = 2) -> str:
     """GitHub-flavoured Markdown tables (ready to paste into a README or a paper draft)."""
     lines = [report.description]
     for section in report.sections:
         lines += ["", f"**{section.title}**", ""]
-        lines.append("| " + " | ".join(section.columns) + " |")
+        lines.append(_markdown_row(section.columns))
         lines.append("|" + "|".join([":---"] + ["---:"] * (len(section.columns) - 1)) + "|")
         places = _column_decimals(section, decimals)
         for row in section.rows:
-            cells = (_cell(value, d) for value, d in zip(row, places, strict=True))
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(_markdown_row(_cell(v, d) for v, d in zip(row, places, strict=True)))
     return "\n".join(lines) + "\n"
 
 
@@ -225,7 +245,15 @@ def emit(text: str, output: str | None, *, quiet: bool) -> None:
     """Writes results to stdout (``output`` None or ``-``), or atomically to ``output`` (with
     a note on stderr)."""
     if output is None or output == STDOUT:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError as error:  # a name in a terminal or file of another encoding
+            character = error.object[error.start]
+            raise InputError(
+                f"stdout ({error.encoding}) cannot write {character!r} of a name in the results "
+                "(a class or video); write them with --output FILE (UTF-8), or set "
+                "PYTHONIOENCODING=utf-8"
+            ) from None
         sys.stdout.flush()
         return
     write_atomic(Path(output), text)
