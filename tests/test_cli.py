@@ -7,6 +7,8 @@ import io
 import json
 import math
 import re
+import subprocess
+import sys
 
 import _reference as ref
 import numpy as np
@@ -435,3 +437,18 @@ def test_progress_bar_only_on_a_terminal_after_the_delay():
         progress(4, 4)
         progress.close()
         assert stream.getvalue() == ""
+
+
+def test_the_command_line_imports_no_jax_before_reading():
+    """Building the parser imported JAX (the detection command's threshold preset came from a
+    kernel module), so the label files were always read by one process: a process running
+    JAX's threads must not fork its two readers."""
+    probe = (
+        "import sys; from jaxseg._host.cli import build_parser; build_parser(); "
+        "print('jax' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["False"]

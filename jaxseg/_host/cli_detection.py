@@ -32,7 +32,7 @@ from jaxseg._host.io_files import (
     require_file,
 )
 from jaxseg._host.padding import bucket, size_groups
-from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
+from jaxseg._src.thresholds import ACTIVITYNET_THRESHOLDS
 
 PRESETS = {
     "activitynet": ACTIVITYNET_THRESHOLDS,

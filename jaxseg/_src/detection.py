@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from jaxseg._src import batching, checks
@@ -28,11 +27,8 @@ from jaxseg._src.ranking import (
     suffix_max,
     unsigned_keys,
 )
+from jaxseg._src.thresholds import ACTIVITYNET_THRESHOLDS
 
-# 0.5:0.05:0.95 as ActivityNet and Moment-DETR compute it, np.linspace(0.5, 0.95, 10), not
-# the decimals: under x64 a tIoU of 0.8999999999999999 reaches their ninth threshold (numpy 2
-# computes it so), and would miss a 0.9.
-ACTIVITYNET_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 MATCHINGS = ("activitynet", "voc")
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import fractions
 
+import numpy as np
+
 MAX_DENOMINATOR = 1 << 15
+
+# 0.5:0.05:0.95 as ActivityNet and Moment-DETR compute it, np.linspace(0.5, 0.95, 10), not
+# the decimals: under x64 a tIoU of 0.8999999999999999 reaches their ninth threshold (numpy 2
+# computes it so), and would miss a 0.9. Here, with no JAX, for the command line as well.
+ACTIVITYNET_THRESHOLDS = tuple(float(t) for t in np.linspace(0.5, 0.95, 10))
 
 
 def simple_fraction(value: float, max_denominator: int = MAX_DENOMINATOR):
