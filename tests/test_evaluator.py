@@ -768,9 +768,10 @@ def test_background_only_labels_set_the_inferred_class_count():
     absent.add([0, 2, 2], [0, 2, 1])
     expected = ref.class_accuracy([0, 2, 2], [0, 2, 1], 3)
     np.testing.assert_allclose(absent.get()["class_accuracy"], expected, rtol=0, atol=1e-12)
-    negative = Evaluator(background=(-9,))  # cannot occur: labels are never negative
-    negative.add([0, 2, 2], [0, 2, 1])
-    np.testing.assert_allclose(negative.get()["class_accuracy"], expected, rtol=0, atol=1e-12)
+    for label in (-9, 2**32):  # cannot occur: labels are never negative, nor past 2**20
+        never = Evaluator(background=(label,))  # 2**32 raised OverflowError naming nothing
+        never.add([0, 2, 2], [0, 2, 1])
+        np.testing.assert_allclose(never.get()["class_accuracy"], expected, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="outside"):
         Evaluator(num_classes=5, background=(9,)).add(
             np.array([[9, 9, 1]]), np.array([[1, 1, 1]]), lengths=[3]

@@ -391,6 +391,8 @@ class Evaluator:
         for i, label in enumerate(self.background):
             for side in (0, 1):
                 seen = background_frames[:, side, i] > 0
+                if not seen.any():  # a label no video holds (one past int32 among them)
+                    continue
                 low, high = label_range[side], label_range[side + 2]
                 low[seen] = np.minimum(low[seen], label)
                 high[seen] = np.maximum(high[seen], label)
