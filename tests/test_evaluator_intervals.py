@@ -86,3 +86,6 @@ def test_a_seed_that_is_no_integer_is_named():
             ev.get(confidence=0.9, num_samples=10, seed=seed)["intervals"]["accuracy"]
             == (ev.get(confidence=0.9, num_samples=10, seed=3)["intervals"]["accuracy"])
         )
+    for seed in (-1, 2**32 + 3):  # jax.random.key keeps 32 bits: these drew as 2**32-1 and 3
+        with pytest.raises(ValueError, match=rf"^seed must lie in \[0, 2\*\*32\), got {seed}\.$"):
+            ev.get(confidence=0.9, num_samples=10, seed=seed)

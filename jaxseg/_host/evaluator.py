@@ -551,7 +551,8 @@ class Evaluator:
           confidence: if given (e.g. 0.95), also bootstrap confidence intervals over videos
             (:func:`jaxseg.stats.segmentation_intervals`), under ``"intervals"``.
           num_samples: bootstrap replicates (with ``confidence``).
-          seed: seed of the bootstrap (with ``confidence``): same seed, same intervals.
+          seed: seed of the bootstrap in ``[0, 2**32)`` (with ``confidence``): same seed, same
+            intervals.
 
         Returns:
           dict with ``accuracy``, ``edit``, ``precision``/``recall``/``f1`` (dicts keyed by

@@ -116,10 +116,13 @@ def dataset_metrics(statistics, *, class_stats=None) -> dict:
 
 
 def _key(seed):
-    """``jax.random.key(seed)``, or a TypeError naming ``seed`` unless it is an integer (JAX's
-    own errors named no argument: "None is not a valid value for jnp.array")."""
+    """``jax.random.key(seed)`` of an integer seed in ``[0, 2**32)``, else an error naming
+    ``seed``: JAX's own errors named no argument ("None is not a valid value for jnp.array"),
+    and it keeps 32 bits (without x64, 2**32 + 5 drew as 5 and -1 as 2**32 - 1)."""
     if np.ndim(seed) != 0 or not np.issubdtype(np.asarray(seed).dtype, np.integer):
         raise TypeError(f"seed must be an integer, got {seed!r}.")
+    if not 0 <= int(seed) < 2**32:
+        raise ValueError(f"seed must lie in [0, 2**32), got {int(seed)}.")
     return jax.random.key(seed)
 
 
@@ -217,7 +220,8 @@ def segmentation_intervals(
       confidence: coverage level in (0, 1) (default 0.95).
       num_samples: number of bootstrap replicates (default 10,000).
       method: ``"percentile"`` (default) or ``"bca"``.
-      seed: integer seed of ``jax.random.key`` (default 0): the same seed, the same intervals.
+      seed: integer seed of ``jax.random.key`` in ``[0, 2**32)`` (default 0): the same seed,
+        the same intervals.
       strata: optional integer ``[N]`` group ids for stratified resampling.
       class_stats: optional :class:`ClassStatistics` ``[N, C]`` of the same videos.
 
@@ -304,7 +308,7 @@ def segmentation_comparison(
       confidence: level of the interval in (0, 1) (default 0.95).
       num_samples: number of bootstrap replicates and of permutations (default 10,000).
       alternative: ``"two-sided"`` (default), ``"greater"`` (A better) or ``"less"``.
-      seed: integer seed (default 0).
+      seed: integer seed in ``[0, 2**32)`` (default 0).
       strata: optional integer ``[N]`` group ids for stratified bootstrap resampling.
       class_stats_a: optional :class:`ClassStatistics` of model A (then also of B).
       class_stats_b: optional :class:`ClassStatistics` of model B.
