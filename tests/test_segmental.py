@@ -381,9 +381,10 @@ def test_errors_name_the_argument():
         M.segmental_counts(y, y, iou_thresholds=(0.123456789,))
     # Falsy values once skipped the check and gave empty counts.
     for empty in (0, False, (), None):
-        with pytest.raises(ValueError, match="iou_thresholds"):
+        error = TypeError if empty is False else ValueError  # a bool is no threshold
+        with pytest.raises(error, match="iou_thresholds"):
             M.segmental_f1(y, y, iou_thresholds=empty)
-        with pytest.raises(ValueError, match="iou_thresholds"):
+        with pytest.raises(error, match="iou_thresholds"):
             segmentation_statistics(y, y, iou_thresholds=empty)
     with pytest.raises(ValueError, match="max_target_segments"):
         M.edit_distance(y, y, max_target_segments=0)
