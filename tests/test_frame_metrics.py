@@ -214,6 +214,27 @@ def test_errors_name_the_argument():
         M.class_accuracy(y, y, num_classes=3, mask=np.array([1, 1, 0]))
 
 
+def test_labels_outside_the_classes_raise_outside_jit():
+    """A label outside [0, C) on a valid frame was left out of the confusion matrix, so a
+    prediction outside raised the recall: [0, 0, 0, 1] predicted as [0, 2, 2, 1] scored
+    recall [1, 1], where scikit-learn's ``labels=range(2)`` gives [1/3, 1]. Called outside
+    jit, the class metrics now raise; a masked or ignored frame may hold any label."""
+    y, p = np.array([0, 0, 0, 1]), np.array([0, 2, 2, 1])
+    outside_p = r"^predictions\[1\] = 2 lies outside \[0, 2\) \(num_classes\) on a valid frame"
+    for metric in (M.confusion_matrix, M.precision, M.recall, M.f1_score, M.class_accuracy):
+        with pytest.raises(ValueError, match=outside_p):
+            metric(y, p, num_classes=2)
+        with pytest.raises(ValueError, match=r"^targets\[0, 1\] = -1 lies outside \[0, 2\)"):
+            metric(np.array([[0, -1]]), np.array([[0, 0]]), num_classes=2)
+    masked = M.confusion_matrix(y, p, num_classes=2, mask=np.array([True, False, False, True]))
+    assert np.asarray(masked).tolist() == [[1, 0], [0, 1]]
+    ignored = M.recall([0, -100, -100, 1], p, num_classes=2, ignore_index=-100, average="none")
+    assert np.asarray(ignored).tolist() == [1.0, 1.0]
+    # Inside jit the range is a precondition, not checked (as documented).
+    traced = jax.jit(functools.partial(M.recall, num_classes=2, average="none"))(y, p)
+    assert np.asarray(traced).tolist() == [1.0, 1.0]
+
+
 # ------------------------------------------------------------------------------------------
 # The reference agrees with scikit-learn where their conventions coincide.
 

@@ -69,6 +69,24 @@ def host_labels(name: str, value, *, what: str = "label"):
     return host
 
 
+def host_labels_within_classes(
+    name: str, labels, valid, num_classes: int, *, classes: str, hint: str
+) -> None:
+    """Raises ``ValueError`` naming the first of the host ``labels`` outside ``[0,
+    num_classes)`` where ``valid`` (bool, broadcast to them): its index, its value, what the
+    classes are (``classes``) and what to do (``hint``). The comparisons are in int64, so no
+    bound wraps into a narrow label dtype."""
+    labels = np.asarray(labels)
+    values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
+    outside = ((values < 0) | (values >= num_classes)) & valid
+    if outside.any():
+        where = first_index(outside)
+        raise ValueError(
+            f"{name}{list(where)} = {int(labels[where])} lies outside [0, {num_classes}) "
+            f"({classes}) on a valid frame; {hint}."
+        )
+
+
 def as_int_labels(name: str, value, *, min_ndim: int = 1) -> jnp.ndarray:
     """Returns ``value`` as an integer array, checking its dtype and rank.
 

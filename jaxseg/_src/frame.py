@@ -13,6 +13,7 @@ import operator
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from jaxseg._src import checks
@@ -93,7 +94,29 @@ def _correct_and_valid_frames(targets, predictions, mask):
     return count_set_bits(agree & valid), count_set_bits(valid)
 
 
-@one_program
+def _labels_within_classes(arguments: dict) -> None:
+    """Host check of the class metrics: on every valid frame (not masked, its target not
+    ``ignore_index``), ``targets`` and ``predictions`` in ``[0, num_classes)``. The confusion
+    matrix leaves such a frame out, so a prediction outside, which scikit-learn's
+    ``labels=range(C)`` counts as a miss, raised the recall (``[0, 0, 0, 1]`` predicted as
+    ``[0, 2, 2, 1]``: 1.0 for 1/3)."""
+    targets = np.asarray(arguments["targets"])
+    mask, ignore_index = arguments["mask"], arguments["ignore_index"]
+    valid = np.ones(targets.shape, bool) if mask is None else np.asarray(mask)
+    if ignore_index is not None:
+        valid = valid & (targets.astype(np.int64) != ignore_index)
+    for name in ("targets", "predictions"):
+        checks.host_labels_within_classes(
+            name,
+            arguments[name],
+            valid,
+            arguments["num_classes"],
+            classes="num_classes",
+            hint="raise num_classes, or leave the frame out with mask or ignore_index",
+        )
+
+
+@one_program(host_check=_labels_within_classes)
 def confusion_matrix(
     targets, predictions, *, num_classes: int, mask=None, ignore_index=None
 ) -> jax.Array:
@@ -110,9 +133,9 @@ def confusion_matrix(
 
     Returns:
       int32 ``[..., C, C]``, rows = targets, columns = predictions (as scikit-learn). Labels
-      outside ``[0, C)`` are a precondition violation: inside jit they are not checked (such
-      frames are left out of the matrix; host-side entry points such as
-      :class:`jaxseg.Evaluator` raise on them).
+      outside ``[0, C)`` on a valid frame are a precondition violation: called outside jit
+      they raise ``ValueError``; inside jit they are not checked (such frames are left out
+      of the matrix, and of the scores of :func:`precision`, :func:`recall`, ...).
 
     >>> confusion_matrix([0, 1, 1], [0, 1, 0], num_classes=2).tolist()
     [[1, 0], [1, 1]]
@@ -411,7 +434,7 @@ def _score(score, targets, predictions, num_classes, mask, average, ignore_index
     return scores_from_confusion(cm, score, average)
 
 
-@one_program
+@one_program(host_check=_labels_within_classes)
 def precision(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -439,7 +462,7 @@ def precision(
     return _score("precision", targets, predictions, num_classes, mask, average, ignore_index)
 
 
-@one_program
+@one_program(host_check=_labels_within_classes)
 def recall(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -463,7 +486,7 @@ def recall(
     return _score("recall", targets, predictions, num_classes, mask, average, ignore_index)
 
 
-@one_program
+@one_program(host_check=_labels_within_classes)
 def f1_score(
     targets, predictions, *, num_classes: int, mask=None, average="macro", ignore_index=None
 ) -> jax.Array:
@@ -487,7 +510,7 @@ def f1_score(
     return _score("f1", targets, predictions, num_classes, mask, average, ignore_index)
 
 
-@one_program
+@one_program(host_check=_labels_within_classes)
 def class_accuracy(
     targets, predictions, *, num_classes: int, mask=None, ignore_index=None
 ) -> jax.Array:

@@ -67,29 +67,19 @@ def labels_in_range(labels, mask, num_classes: int, *, ignore_index=None, event_
 
 def reject_labels_outside(labels, mask, num_classes: int, ignore_index: int | None) -> None:
     """Raises ``ValueError`` naming the first label of ``labels`` outside ``[0, num_classes)``
-    on a valid frame (``mask``, None = all) whose label is not ``ignore_index``.
-
-    The host side of :func:`labels_in_range`, for concrete labels of a validated shape; the
-    comparisons are in int64, so no bound wraps into a narrow label dtype.
-    """
+    on a valid frame (``mask``, None = all) whose label is not ``ignore_index``: the host side
+    of :func:`labels_in_range`, for concrete labels of a validated shape."""
     labels = np.asarray(labels)
-    values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
-    outside = (values < 0) | (values >= num_classes)
-    if ignore_index is not None:
-        outside &= values != ignore_index
-    if mask is not None:
-        outside &= np.asarray(mask)
-    if not outside.any():
-        return
-    where = checks.first_index(outside)
+    valid = np.ones(labels.shape, bool) if mask is None else np.asarray(mask)
+    if ignore_index is not None:  # in int64: -100 is no uint8
+        valid = valid & (labels.astype(np.int64) != ignore_index)
     hint = (
         "pass ignore_index=<padding label> (e.g. -100) or a mask to leave padding frames out"
         if ignore_index is None
         else f"only frames labelled ignore_index={ignore_index} are left out"
     )
-    raise ValueError(
-        f"labels{list(where)} = {int(labels[where])} lies outside [0, {num_classes}) "
-        f"(the classes of logits' last axis) on a valid frame; {hint}."
+    checks.host_labels_within_classes(
+        "labels", labels, valid, num_classes, classes="the classes of logits' last axis", hint=hint
     )
 
 
