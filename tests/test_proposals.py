@@ -237,9 +237,9 @@ def test_at_as_a_numpy_int_or_empty():
     acc = streaming.proposals(capacity=2, max_average_proposals=2, at=at)
     result = acc.compute(acc.update(acc.init(), gt, props, scores))
     np.testing.assert_array_equal(np.asarray(result["at"]), np.asarray(want))
-    with pytest.raises(ValueError, match=r"at must hold at least one AN value"):
+    with pytest.raises(ValueError, match=r"at must be a non-empty tuple of ints >= 1"):
         M.proposal_average_recall(gt, props, scores, max_average_proposals=2, at=())
-    with pytest.raises(ValueError, match=r"at must hold at least one AN value"):
+    with pytest.raises(ValueError, match=r"at must be a non-empty tuple of ints >= 1"):
         streaming.proposals(capacity=2, max_average_proposals=2, at=())
 
 

@@ -331,16 +331,16 @@ def static_float(name: str, value) -> float:
     return float(value)
 
 
-def static_positive_ints(name: str, values) -> tuple[int, ...]:
-    """``values`` (an int, a sequence of ints or a 1-D numpy array of them, as the functions
-    taking it accept) as a non-empty tuple of positive Python ints, in the given order."""
-    if isinstance(values, np.ndarray) and values.ndim == 1:
+def static_ints(name: str, values, *, minimum: int = 1) -> tuple[int, ...]:
+    """``values`` (an int, a sequence of ints or a numpy array of them, as the functions
+    taking it accept) as a non-empty tuple of Python ints >= ``minimum``, in the given order."""
+    if isinstance(values, np.ndarray) and values.ndim <= 1:
         values = values.tolist()
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
         values = (values,)
     if not isinstance(values, (tuple, list)) or not values:
-        raise ValueError(f"{name} must be a non-empty tuple of positive ints, got {values!r}.")
-    return tuple(static_int(name, v, minimum=1) for v in values)
+        raise ValueError(f"{name} must be a non-empty tuple of ints >= {minimum}, got {values!r}.")
+    return tuple(static_int(name, v, minimum=minimum) for v in values)
 
 
 def positive_if_static(name: str, value, *, or_zero: bool = False) -> None:

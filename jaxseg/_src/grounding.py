@@ -196,7 +196,7 @@ def grounding_recall(
     differently from the float64 references; with ``jax_enable_x64`` and float64 windows the
     decisions are theirs. A 0-length hull gives IoU 0 (Ego4D: NaN, never a hit).
     """
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
@@ -542,7 +542,7 @@ def moment_query_recall(
     a query without predictions (all targets missed). A 0-length hull gives IoU 0 (reference:
     NaN, never recalled).
     """
-    ks = checks.static_positive_ints("ranks", ranks)
+    ks = checks.static_ints("ranks", ranks)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)

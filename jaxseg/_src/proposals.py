@@ -102,13 +102,8 @@ def static_at(at, max_average: int) -> tuple[int, ...]:
     >>> static_at((1, 5, 100), 100)
     (0, 4, 99)
     """
-    scalar = isinstance(at, (int, np.integer)) or getattr(at, "ndim", None) == 0
-    at = (at,) if scalar else tuple(at)
-    if not at:
-        raise ValueError(f"at must hold at least one AN value (a tuple of ints), got {at!r}.")
     out = []
-    for a in at:
-        a = checks.static_int("at", a, minimum=1)
+    for a in checks.static_ints("at", at):
         if (a * STEPS) % max_average or a > max_average:
             raise ValueError(
                 f"at must hold AN values on the curve's steps j * {max_average} / {STEPS} "

@@ -847,7 +847,7 @@ def top_k_accuracy(
     References:
       scikit-learn ``top_k_accuracy_score``.
     """
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     targets = checks.as_int_labels("targets", targets)
     scores = checks.as_float("scores", scores, min_ndim=2)
     if scores.shape[:-1] != targets.shape:

@@ -154,7 +154,7 @@ def top_k(*, k: tuple[int, ...] = (1, 5)) -> Accumulator:
     >>> acc.compute(state)["accuracy"].tolist()
     [0.0, 0.5]
     """
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     num_k = len(ks)
 
     def init():
@@ -216,7 +216,7 @@ def retrieval(
     """
     num_items = checks.static_int("num_items", num_items, minimum=1)
     ties = checks.static_choice("ties", ties, TIES)
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     size = 2 * num_items
 
     def init():

@@ -164,7 +164,7 @@ def recall_at_k(
       Liu et al., "Use What You Have: Video retrieval using representations from collaborative
       experts", BMVC 2019 (tie averaging).
     """
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     rank, valid = _ranks(similarity, targets, mask, item_mask, ties)
     # k past I takes every item; capped, so that a k past int32 is no OverflowError
     num_items = jnp.shape(similarity)[-1]

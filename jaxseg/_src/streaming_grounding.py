@@ -89,7 +89,7 @@ def grounding(
     >>> result["recall"].tolist(), float(result["miou"])
     ([[1.0]], 0.6000000238418579)
     """
-    ks = checks.static_positive_ints("k", k)
+    ks = checks.static_ints("k", k)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
     map_thresholds = static_iou_thresholds(map_thresholds, "map_thresholds")
@@ -146,18 +146,6 @@ class HighlightState(NamedTuple):
     ap: counting.Count
 
 
-def _static_min_scores(values) -> tuple[int, ...]:
-    """``min_scores`` (an int, or a sequence or array of ints >= 0) as a non-empty tuple: an
-    int is not iterable, and with none ``update`` would have no per-score values to stack."""
-    if isinstance(values, np.ndarray):
-        values = values.tolist()
-    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
-        values = (values,)
-    if not isinstance(values, (tuple, list)) or not values:
-        raise ValueError(f"min_scores must be a non-empty tuple of ints >= 0, got {values!r}.")
-    return tuple(checks.static_int("min_scores", m) for m in values)
-
-
 def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 3) -> Accumulator:
     """Accumulator of QVHighlights HL-mAP and HL-Hit@1 at each minimum score.
 
@@ -176,7 +164,7 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
     >>> float(acc.compute(acc.update(acc.init(), y, s))["map"][0])
     0.6666666865348816
     """
-    min_scores = _static_min_scores(min_scores)
+    min_scores = checks.static_ints("min_scores", min_scores, minimum=0)
     num_annotators = checks.static_int("num_annotators", num_annotators, minimum=1)
     shapes = ((), (len(min_scores),), (len(min_scores), num_annotators))
 
@@ -252,7 +240,7 @@ def moment_queries(
     >>> acc.compute(acc.update(acc.init(), gt, pred))["recall"].tolist()
     [[0.5]]
     """
-    ks = checks.static_positive_ints("ranks", ranks)
+    ks = checks.static_ints("ranks", ranks)
     thresholds = static_iou_thresholds(iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
 
