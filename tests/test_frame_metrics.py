@@ -220,7 +220,7 @@ def test_labels_outside_the_classes_raise_outside_jit():
     recall [1, 1], where scikit-learn's ``labels=range(2)`` gives [1/3, 1]. Called outside
     jit, the class metrics now raise; a masked or ignored frame may hold any label."""
     y, p = np.array([0, 0, 0, 1]), np.array([0, 2, 2, 1])
-    outside_p = r"^predictions\[1\] = 2 lies outside \[0, 2\) \(num_classes\) on a valid frame"
+    outside_p = r"^predictions\[1\] = 2 lies outside \[0, 2\) on a valid frame \(num_classes\)"
     for metric in (M.confusion_matrix, M.precision, M.recall, M.f1_score, M.class_accuracy):
         with pytest.raises(ValueError, match=outside_p):
             metric(y, p, num_classes=2)

@@ -70,20 +70,21 @@ def host_labels(name: str, value, *, what: str = "label"):
 
 
 def host_labels_within_classes(
-    name: str, labels, valid, num_classes: int, *, classes: str, hint: str
+    name: str, labels, valid, num_classes: int, *, classes: str, hint: str, lowest: int = 0
 ) -> None:
-    """Raises ``ValueError`` naming the first of the host ``labels`` outside ``[0,
+    """Raises ``ValueError`` naming the first of the host ``labels`` outside ``[lowest,
     num_classes)`` where ``valid`` (bool, broadcast to them): its index, its value, what the
     classes are (``classes``) and what to do (``hint``). The comparisons are in int64, so no
     bound wraps into a narrow label dtype."""
     labels = np.asarray(labels)
     values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
-    outside = ((values < 0) | (values >= num_classes)) & valid
+    below = values < lowest if values.dtype.kind == "i" else False  # lowest <= 0
+    outside = (below | (values >= num_classes)) & valid
     if outside.any():
         where = first_index(outside)
         raise ValueError(
-            f"{name}{list(where)} = {int(labels[where])} lies outside [0, {num_classes}) "
-            f"({classes}) on a valid frame; {hint}."
+            f"{name}{list(where)} = {int(labels[where])} lies outside [{lowest}, {num_classes}) "
+            f"on a valid frame ({classes}); {hint}."
         )
 
 

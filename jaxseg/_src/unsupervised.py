@@ -77,19 +77,17 @@ def _labels_within(arguments: dict) -> None:
                 f"{name} must be at least 1, got {small[where]}"
                 + (f" at index {where}." if where else ".")
             )
-    mask = arguments["mask"]
+    valid = True if arguments["mask"] is None else np.asarray(arguments["mask"])
     for name, option in (("targets", "num_classes"), ("predictions", "num_clusters")):
-        labels, size = np.asarray(arguments[name]), arguments[option]
-        values = labels.astype(np.int64) if labels.dtype.itemsize < 8 else labels
-        outside = (values < -1) | (values >= size) if values.dtype.kind == "i" else values >= size
-        if mask is not None:
-            outside &= np.asarray(mask)
-        if outside.any():
-            where = checks.first_index(outside)
-            raise ValueError(
-                f"{name}{list(where)} = {int(labels[where])} lies outside [-1, {size}) on a "
-                f"valid frame; raise {option}, or leave the frame out with mask."
-            )
+        checks.host_labels_within_classes(
+            name,
+            arguments[name],
+            valid,
+            arguments[option],
+            classes=option,
+            hint=f"raise {option}, or leave the frame out with mask",
+            lowest=-1,
+        )
 
 
 def _index(labels, upper: int):
