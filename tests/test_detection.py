@@ -13,7 +13,7 @@ from conftest import golden_path
 
 from jaxseg import metrics as M
 from jaxseg import streaming as S
-from jaxseg._src import detection
+from jaxseg._src import checks, detection
 
 V, G, P, C = 16, 16, 64, 20  # padded table shape shared by every test (few compiles)
 
@@ -217,18 +217,18 @@ def test_a_numpy_scalar_threshold_is_one_threshold(threshold):
         )
     )
     assert run(gb, gl, pb, pl, ps, gm).per_class.shape == (1, 1)
-    assert detection.static_iou_thresholds(threshold) == (0.5,)
+    assert checks.static_unit_floats("iou_thresholds", threshold) == (0.5,)
     state = S.detection(num_classes=1, iou_thresholds=threshold, capacity=4).init()
     assert state.true_positive.shape == (4, 1)
     with pytest.raises(ValueError, match=r"iou_thresholds must be .* 1-D .* shape \(1, 2\)"):
-        detection.static_iou_thresholds(np.array([[0.3, 0.5]]))
+        checks.static_unit_floats("iou_thresholds", np.array([[0.3, 0.5]]))
 
 
 def test_a_bool_threshold_is_refused():
     """``iou_thresholds=True`` was taken as the threshold 1.0, by detection and the segmental
     metrics alike; a bool is no threshold."""
     with pytest.raises(TypeError, match="iou_thresholds must hold numbers, got True"):
-        detection.static_iou_thresholds(True)
+        checks.static_unit_floats("iou_thresholds", True)
     with pytest.raises(TypeError, match="iou_thresholds must hold numbers, got True"):
         M.segmental_f1([1, 1, 2], [1, 2, 2], iou_thresholds=(0.5, np.bool_(True)))
 

@@ -13,8 +13,10 @@ from _videos import pad_batch, pad_rows, video_specs
 from hypothesis import given
 from hypothesis import strategies as st
 
+from jaxseg import Evaluator
 from jaxseg import metrics as M
 from jaxseg import segments as jseg
+from jaxseg import streaming as S
 from jaxseg._src import edit
 from jaxseg._src.f1 import candidate_bound
 from jaxseg._src.segmentation import (
@@ -925,3 +927,25 @@ def test_edit_score_is_the_correctly_rounded_reference_value():
     want = np.array([np.float32(1 - d / n) for n, d in pairs])
     got = M.edit_score(targets, predictions, mask=mask)
     np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize(
+    "thresholds", [0.5, np.float32(0.5), np.array(0.5), np.array([0.25, 0.5])], ids=repr
+)
+def test_thresholds_in_every_accepted_form_are_the_tuple_of_their_values(thresholds):
+    """A 0-d array of thresholds, which the detection metrics take, was refused by the
+    segmental metrics under jax.jit and by ``streaming.segmentation``, and a number made the
+    Evaluator fail inside ("'float' object is not iterable"). One parser reads them all."""
+    values = tuple(np.atleast_1d(np.asarray(thresholds)).tolist())
+    targets, predictions = jnp.array([[1, 1, 1, 1, 2, 2]]), jnp.array([[1, 1, 3, 3, 2, 2]])
+    want = M.segmental_f1(targets, predictions, iou_thresholds=values)
+    run = jax.jit(lambda t, p: M.segmental_f1(t, p, iou_thresholds=thresholds))
+    np.testing.assert_array_equal(run(targets, predictions), want)
+    acc = S.segmentation(iou_thresholds=thresholds)
+    state = acc.update(acc.init(), targets, predictions)
+    np.testing.assert_array_equal(acc.compute(state)["f1"], want[0])
+    evaluator = Evaluator(iou_thresholds=thresholds)
+    evaluator.add(targets[0], predictions[0])
+    f1 = evaluator.get()["f1"]  # from the summed counts, in float64
+    assert list(f1) == list(values)
+    np.testing.assert_allclose(list(f1.values()), want[0], rtol=1e-6)

@@ -613,11 +613,12 @@ def proposal_curve(data: ProposalData, max_average: int, at: tuple[int, ...]):
     """
     import jax
 
-    from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+    from jaxseg._src import checks
+    from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
     from jaxseg._src.proposals import STEPS, static_at
 
     budgets, histogram, curve = _proposal_programs()
-    thresholds = static_iou_thresholds(ACTIVITYNET_THRESHOLDS)
+    thresholds = checks.static_unit_floats("thresholds", ACTIVITYNET_THRESHOLDS)
     count = np.array([len(rows) for rows in data.proposals], np.int32)
     has_targets = np.array([bool(truth) for truth in data.targets])
     found = np.zeros((len(thresholds), STEPS + 1), np.int32)

@@ -7,7 +7,7 @@ time under ``jax.jit``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -376,25 +376,34 @@ def static_choice(name: str, value, choices: Sequence[str]) -> str:
     return value
 
 
+def static_unit_floats(name: str, values) -> tuple[float, ...]:
+    """``values`` (a number, a sequence of numbers, or a 0-d or 1-D array of them, as the
+    functions taking thresholds accept) as a non-empty tuple of Python floats in (0, 1], in
+    the given order."""
+    if isinstance(values, (int, float)) or getattr(values, "ndim", None) == 0:
+        values = (values,)  # numpy scalars and 0-d arrays too
+    if getattr(values, "ndim", 1) != 1:
+        raise ValueError(
+            f"{name} must be a number or a 1-D sequence of numbers in (0, 1], got shape "
+            f"{values.shape}."
+        )
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a non-empty tuple of numbers in (0, 1], got {values!r}.")
+    values = tuple(static_float(name, v) for v in values)
+    if not values or not all(0.0 < v <= 1.0 for v in values):
+        raise ValueError(f"{name} must be a non-empty tuple of numbers in (0, 1], got {values!r}.")
+    return values
+
+
 def static_thresholds(
     name: str, values, *, max_denominator: int = MAX_DENOMINATOR
 ) -> tuple[tuple[int, int], ...]:
-    """Returns each threshold in (0, 1] as an exact fraction ``(numerator, denominator)``:
-    the simple fraction it was written as (:func:`~jaxseg._src.thresholds.simple_fraction`).
+    """Returns each threshold in (0, 1] (:func:`static_unit_floats`) as an exact fraction
+    ``(numerator, denominator)``: the simple fraction it was written as
+    (:func:`~jaxseg._src.thresholds.simple_fraction`).
     """
-    if isinstance(values, (int, float, np.floating, np.integer)):
-        values = (values,)
-    if isinstance(values, np.ndarray) and values.ndim == 1:
-        values = tuple(values.tolist())  # an array for a tuple option is the tuple of its items
-    if not isinstance(values, Sequence) or len(values) == 0:
-        raise ValueError(
-            f"{name} must be a non-empty tuple of thresholds in (0, 1], got {values!r}."
-        )
     out = []
-    for v in values:
-        v = static_float(name, v)
-        if not 0.0 < v <= 1.0:
-            raise ValueError(f"{name} must lie in (0, 1], got {v!r}.")
+    for v in static_unit_floats(name, values):
         frac = simple_fraction(v, max_denominator)
         if frac is None:
             raise ValueError(

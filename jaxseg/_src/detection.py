@@ -259,22 +259,6 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
     return jnp.where(npos[:, None] > 0, ap, jnp.nan)
 
 
-def static_iou_thresholds(value, name: str = "iou_thresholds") -> tuple[float, ...]:
-    """``value`` (the argument ``name``: a number, a sequence of numbers or a 1-D array) as a
-    non-empty tuple of floats in (0, 1]."""
-    if isinstance(value, (int, float)) or getattr(value, "ndim", None) == 0:
-        value = (value,)  # numpy scalars and 0-d arrays too
-    if getattr(value, "ndim", 1) != 1:
-        raise ValueError(
-            f"{name} must be a number or a 1-D sequence of numbers in (0, 1], got shape "
-            f"{value.shape}."
-        )
-    value = tuple(checks.static_float(name, v) for v in value)
-    if not value or not all(0.0 < v <= 1.0 for v in value):
-        raise ValueError(f"{name} must be a non-empty tuple in (0, 1], got {value!r}.")
-    return value
-
-
 # Rank of each table of one dataset, in :func:`match_detections`' order: boxes ``[V, G, D]``,
 # labels, scores and masks ``[V, G]``.
 DATASET_NDIMS = (3, 2, 2, 3, 2, 2, 2)
@@ -415,7 +399,7 @@ def detection_average_precision(
     The names up to 0.1 (``gt_boxes``, ``pred_scores``, ``gt_mask``, ...) still work and warn.
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)
     tables = checked_detections(

@@ -12,7 +12,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import batching, checks
-from jaxseg._src.detection import static_iou_thresholds
 from jaxseg._src.numerics import count_ratio, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
@@ -197,7 +196,7 @@ def grounding_recall(
     decisions are theirs. A 0-length hull gives IoU 0 (Ego4D: NaN, never a hit).
     """
     ks = checks.static_ints("k", k)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
 
@@ -341,7 +340,7 @@ def moment_retrieval_average_precision(
     :func:`grounding_recall`); in float32 the sum over the ranked list is taken in fixed point
     (``2**-24``) so that a query's AP does not depend on the batch shape.
     """
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     max_predictions = checks.static_int(
         "max_predictions", max_predictions, minimum=1, allow_none=True
     )
@@ -543,7 +542,7 @@ def moment_query_recall(
     NaN, never recalled).
     """
     ks = checks.static_ints("ranks", ranks)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, COMPARISONS)
     gt, pred, gm, pm, _ = query_inputs(targets, predictions, target_mask, prediction_mask)
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import batching, binary64, checks
-from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
 from jaxseg._src.grounding import query_inputs, union_iou
 from jaxseg._src.numerics import count_ratio
 from jaxseg._src.programs import one_program
@@ -173,7 +173,7 @@ def proposal_average_recall(
     The reference stores the raw area (``auc * AN[-1]``) and prints ``100 * auc``; it divides
     by zero when no video with targets has a proposal.
     """
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     max_average = checks.static_int("max_average_proposals", max_average_proposals, minimum=1)
     at_index = static_at(at, max_average)
     gt, props, gm, pm, scores = _dataset_inputs(

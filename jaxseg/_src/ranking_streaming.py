@@ -30,7 +30,6 @@ from jaxseg._src.detection import (
     checked_detections,
     class_average_precision,
     match_detections,
-    static_iou_thresholds,
 )
 from jaxseg._src.numerics import nanmean, safe_divide
 from jaxseg._src.ranking import (
@@ -690,7 +689,7 @@ def detection(
     [[1.0]]
     """
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     capacity, num_thresholds = _one_of(capacity, num_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, ("all_point", "11point"))
     matching = checks.static_choice("matching", matching, MATCHINGS)

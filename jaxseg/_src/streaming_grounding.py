@@ -20,7 +20,7 @@ import numpy as np
 from jaxseg._src import checks, counting
 from jaxseg._src import grounding as grounding_metrics
 from jaxseg._src.accumulator import Accumulator
-from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS, static_iou_thresholds
+from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
 from jaxseg._src.numerics import FULL_PRECISION
 from jaxseg._src.proposals import (
     _dataset_inputs,
@@ -90,9 +90,9 @@ def grounding(
     ([[1.0]], 0.6000000238418579)
     """
     ks = checks.static_ints("k", k)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
-    map_thresholds = static_iou_thresholds(map_thresholds, "map_thresholds")
+    map_thresholds = checks.static_unit_floats("map_thresholds", map_thresholds)
     shapes = ((), (len(thresholds), len(ks)), (), (), (len(map_thresholds),))
 
     def init():
@@ -241,7 +241,7 @@ def moment_queries(
     [[0.5]]
     """
     ks = checks.static_ints("ranks", ranks)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     comparison = checks.static_choice("comparison", comparison, grounding_metrics.COMPARISONS)
 
     def init():
@@ -312,7 +312,7 @@ def proposals(
     [0.45000001788139343, 0.949999988079071]
     """
     capacity = checks.static_int("capacity", capacity, minimum=1)
-    thresholds = static_iou_thresholds(iou_thresholds)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
     max_average = checks.static_int("max_average_proposals", max_average_proposals, minimum=1)
     at_index = static_at(at, max_average)
     num_t = len(thresholds)
