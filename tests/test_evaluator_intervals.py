@@ -89,3 +89,19 @@ def test_a_seed_that_is_no_integer_is_named():
     for seed in (-1, 2**32 + 3):  # jax.random.key keeps 32 bits: these drew as 2**32-1 and 3
         with pytest.raises(ValueError, match=rf"^seed must lie in \[0, 2\*\*32\), got {seed}\.$"):
             ev.get(confidence=0.9, num_samples=10, seed=seed)
+
+
+@pytest.mark.parametrize("thresholds", [0.5, np.array([0.5], np.float32)], ids=repr)
+def test_the_interval_keys_are_the_thresholds_as_floats(thresholds):
+    """``segmentation_intervals`` and ``segmentation_comparison`` failed after their bootstrap
+    on a single number ("'float' object is not iterable") and keyed their results by float32
+    scalars for a float32 array; they read thresholds as the metrics do, into Python floats."""
+    ev = jaxseg.Evaluator(iou_thresholds=(0.5,))
+    ev.add([[1, 1, 1, 2, 2, 3]] * 4, [[1, 1, 1, 2, 2, 2]] * 4)
+    s = ev.statistics()
+    f1 = jaxseg.stats.segmentation_intervals(s, iou_thresholds=thresholds, num_samples=20)["f1"]
+    table = jaxseg.stats.segmentation_comparison(s, s, iou_thresholds=thresholds, num_samples=20)[
+        "f1"
+    ]
+    for keys in (f1, table):
+        assert [type(key) for key in keys] == [float] and list(keys) == [0.5]

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxseg._src import checks
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
 from jaxseg._src.stats import bootstrap, paired_bootstrap_test, permutation_test
@@ -244,6 +245,7 @@ def segmentation_intervals(
     >>> ci["accuracy"][0] < 20 / 24 < ci["accuracy"][1], ci["f1"][0.5]
     (True, (1.0, 1.0))
     """
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)  # float keys
     stats = _on_device(statistics, class_stats)
     result = _bootstrap(
         stats,
@@ -257,7 +259,7 @@ def segmentation_intervals(
     lower, upper = _around(
         result.lower, result.upper, dataset_metrics(statistics, class_stats=class_stats)
     )
-    out = _by_metric(tuple(iou_thresholds), lambda lo, hi: (float(lo), float(hi)), lower, upper)
+    out = _by_metric(thresholds, lambda lo, hi: (float(lo), float(hi)), lower, upper)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
     return out
@@ -335,6 +337,7 @@ def segmentation_comparison(
     if (class_stats_a is None) != (class_stats_b is None):
         raise ValueError("class_stats_a and class_stats_b must be given together.")
     _check_same_videos(statistics_a, statistics_b)
+    thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)  # float keys
     values_a = dataset_metrics(statistics_a, class_stats=class_stats_a)
     values_b = dataset_metrics(statistics_b, class_stats=class_stats_b)
     difference = jax.tree_util.tree_map(np.subtract, values_a, values_b)
@@ -349,7 +352,7 @@ def segmentation_comparison(
     )
     lower, upper = _around(paired.lower, paired.upper, difference)
     columns = (values_a, values_b, difference, lower, upper, paired.p_value, permuted.p_value)
-    return _comparison_table(tuple(iou_thresholds), columns)
+    return _comparison_table(thresholds, columns)
 
 
 def _paired_draws(a, b, *, seed, num_samples, confidence, alternative, strata):
