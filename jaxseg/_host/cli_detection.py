@@ -374,10 +374,8 @@ def detection_scores(data: DetectionData, thresholds: tuple[float, ...]):
     from jaxseg._src.detection import Matches
 
     match, score = _programs()
-    num_classes, thresholds = (
-        len(data.class_names),
-        checks.static_unit_floats("thresholds", thresholds),
-    )
+    num_classes = len(data.class_names)
+    thresholds = checks.static_unit_floats("thresholds", thresholds)
     counts = np.array([len(rows) for rows in data.detections], np.int64)
     offsets = np.cumsum(counts) - counts  # each video's first detection in one table's order
     size = bucket(int(counts.sum()))  # padded with no detection (class C), ranked last
