@@ -311,6 +311,18 @@ def test_frame_and_detection_counts_are_exact_integers():
         assert int(result["overflow"]) == (0 if capacity is None else entries - capacity), key
 
 
+def test_retrieval_queries_past_int32_are_minus_one_not_wrapped():
+    """``queries`` summed the histogram's int32 counts: 2**30 queries at each of two ranks
+    wrapped to -2**31. It is the exact total, -1 past int32 like every other count."""
+    acc = S.retrieval(num_items=2, k=(1,))
+    state = acc.update(acc.init(), np.array([[0.9, 0.1], [0.9, 0.1]], np.float32))  # ranks 0, 1
+    for _ in range(30):
+        state = acc.merge(state, state)
+    queries = acc.compute(state)["queries"]
+    assert sorted(S.to_int(state.rank_histogram).tolist()) == [0, 0, 0, 2**30, 2**30]
+    assert int(queries) == (2**31 if queries.dtype == np.int64 else -1)
+
+
 def test_factories_take_a_numpy_array_of_ranks_as_the_functions_do():
     """``k`` / ``ranks`` given as a numpy array were refused by the accumulator factories
     ('k must be a non-empty tuple of positive ints, got array([1, 5])'), while the functions

@@ -257,7 +257,7 @@ def retrieval(
             "mean_reciprocal_rank": reciprocal_rank_mean(counts),
             "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
-            "queries": counting.to_integer(state.rank_histogram).sum(),
+            "queries": counting.to_integer(counting.total(state.rank_histogram, 0)),
         }
 
     return Accumulator(init, update, merge_states, compute)
