@@ -45,7 +45,12 @@ from jaxseg._src.ranking import (
     without_ambiguous,
 )
 from jaxseg._src.retrieval import TIES, doubled_ranks, reciprocal_rank_mean, retrieval_ranks
-from jaxseg._src.streaming_segmentation import class_scores, merge_states, pooled_accuracy
+from jaxseg._src.streaming_segmentation import (
+    check_same_states,
+    class_scores,
+    merge_states,
+    pooled_accuracy,
+)
 
 
 def _total(values) -> jax.Array:
@@ -300,6 +305,7 @@ def _append(buffers, stored, rows, valid):
 
 
 def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState:
+    check_same_states(a, b)
     valid = jnp.arange(b.targets.shape[0], dtype=jnp.int32) < b.stored
     (targets, scores), stored = _append(
         (a.targets, a.scores), a.stored, (b.targets, b.scores), valid
@@ -581,6 +587,7 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         return _append_matches(state, matches[:3], valid, seen, num_positives)
 
     def merge(a, b):
+        check_same_states(a, b)
         seen = counting.merge(a.seen, b.seen)
         num_positives = counting.merge(a.num_positives, b.num_positives)
         rows = (b.labels, b.scores, b.true_positive)
