@@ -323,6 +323,19 @@ def test_retrieval_queries_past_int32_are_minus_one_not_wrapped():
     assert int(queries) == (2**31 if queries.dtype == np.int64 else -1)
 
 
+def test_retrieval_median_is_exact_past_2_to_the_24_queries():
+    """The median was searched in a float32 cumulative count: with 2**24 + 1 queries at each
+    of ranks 1 and 2 the counts rounded to 2**24 and the median was 2, not 1.5."""
+    acc = S.retrieval(num_items=2, k=(1,))
+    ranks_1_and_2 = np.array([[0.9, 0.1], [0.9, 0.1]], np.float32)
+    state = acc.update(acc.init(), ranks_1_and_2)
+    for _ in range(24):
+        state = acc.merge(state, state)
+    state = acc.update(state, ranks_1_and_2)
+    assert sorted(S.to_int(state.rank_histogram).tolist())[-2:] == [2**24 + 1] * 2
+    assert float(acc.compute(state)["median_rank"]) == 1.5
+
+
 def test_factories_take_a_numpy_array_of_ranks_as_the_functions_do():
     """``k`` / ``ranks`` given as a numpy array were refused by the accumulator factories
     ('k must be a non-empty tuple of positive ints, got array([1, 5])'), while the functions

@@ -247,13 +247,7 @@ def retrieval(
         def mean(x):
             return safe_divide(jnp.sum(jnp.where(counts > 0, counts * x, 0.0)), queries, jnp.nan)
 
-        cumulative = jnp.cumsum(counts)
-
-        def middle(position):  # the rank at a 0-based position of the sorted ranks
-            index = jnp.searchsorted(cumulative, position, side="right")
-            return rank[jnp.minimum(index, size)]
-
-        median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
+        median = _median(state.rank_histogram, rank)
         # k past num_items takes every item; capped, so that a k past int32 is no OverflowError
         return {
             "recall": jnp.stack(
@@ -266,6 +260,31 @@ def retrieval(
         }
 
     return Accumulator(init, update, merge_states, compute)
+
+
+def _halved(count: counting.Count) -> counting.Count:
+    """``floor(count / 2)``, exactly."""
+    count = counting.normalize(count)
+    low = ((count.high & 1) << (counting.LOW_BITS - 1)) + (count.low >> 1)
+    return counting.Count(count.high >> 1, low)
+
+
+def _median(histogram: counting.Count, rank: jax.Array) -> jax.Array:
+    """The median of the ranks counted by ``histogram`` (``rank[i]`` counted
+    ``histogram[i]`` times), found by exact counts: a float32 cumulative count is rounded
+    past 2**24 and can pick the wrong rank."""
+    cumulative = jax.lax.associative_scan(counting.merge, counting.normalize(histogram))
+    queries = counting.total(histogram, 0)
+
+    def middle(position: counting.Count):  # the rank at a 0-based position of the sorted ranks
+        high, low = cumulative
+        at_most = (high < position.high) | ((high == position.high) & (low <= position.low))
+        index = jnp.sum(at_most, dtype=jnp.int32)  # searchsorted(..., side="right")
+        return rank[jnp.minimum(index, rank.shape[0] - 1)]
+
+    one = counting.add(counting.zeros(), 1)
+    before = counting.subtract(queries, one)  # -1 for no query: compute gives NaN then
+    return 0.5 * (middle(_halved(before)) + middle(_halved(queries)))
 
 
 # --------------------------------------------------------------------------------------------
