@@ -311,6 +311,31 @@ def test_frame_and_detection_counts_are_exact_integers():
         assert int(result["overflow"]) == (0 if capacity is None else entries - capacity), key
 
 
+def test_retrieval_queries_past_int32_are_minus_one_not_wrapped():
+    """``queries`` summed the histogram's int32 counts: 2**30 queries at each of two ranks
+    wrapped to -2**31. It is the exact total, -1 past int32 like every other count."""
+    acc = S.retrieval(num_items=2, k=(1,))
+    state = acc.update(acc.init(), np.array([[0.9, 0.1], [0.9, 0.1]], np.float32))  # ranks 0, 1
+    for _ in range(30):
+        state = acc.merge(state, state)
+    queries = acc.compute(state)["queries"]
+    assert sorted(S.to_int(state.rank_histogram).tolist()) == [0, 0, 0, 2**30, 2**30]
+    assert int(queries) == (2**31 if queries.dtype == np.int64 else -1)
+
+
+def test_retrieval_median_is_exact_past_2_to_the_24_queries():
+    """The median was searched in a float32 cumulative count: with 2**24 + 1 queries at each
+    of ranks 1 and 2 the counts rounded to 2**24 and the median was 2, not 1.5."""
+    acc = S.retrieval(num_items=2, k=(1,))
+    ranks_1_and_2 = np.array([[0.9, 0.1], [0.9, 0.1]], np.float32)
+    state = acc.update(acc.init(), ranks_1_and_2)
+    for _ in range(24):
+        state = acc.merge(state, state)
+    state = acc.update(state, ranks_1_and_2)
+    assert sorted(S.to_int(state.rank_histogram).tolist())[-2:] == [2**24 + 1] * 2
+    assert float(acc.compute(state)["median_rank"]) == 1.5
+
+
 def test_factories_take_a_numpy_array_of_ranks_as_the_functions_do():
     """``k`` / ``ranks`` given as a numpy array were refused by the accumulator factories
     ('k must be a non-empty tuple of positive ints, got array([1, 5])'), while the functions

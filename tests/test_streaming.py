@@ -157,6 +157,23 @@ def test_merge_is_associative_and_commutative(batch, chunk_of_row):
     assert_same_state(FRAMES.merge(frame_a, frame_b), FRAMES.merge(frame_b, frame_a))
 
 
+def test_merge_refuses_states_of_different_accumulators():
+    """A state of 1 threshold merged with one of 2 broadcast silently (the first one's
+    count added to both thresholds); merge now names the field whose shapes differ."""
+    one = streaming.segmentation(iou_thresholds=(0.5,))
+    two = streaming.segmentation(iou_thresholds=(0.5, 0.75))
+    state = one.update(one.init(), np.array([[1, 1, 2]]), np.array([[1, 1, 2]]))
+    shapes = r"a\.tp\.high of shape \(1,\) and b\.tp\.high of shape \(2,\)"
+    with pytest.raises(ValueError, match=shapes):
+        one.merge(state, two.init())
+    framed = streaming.segmentation(iou_thresholds=(0.5,), num_classes=3)
+    with pytest.raises(ValueError, match=r"b\.frame\.confusion\.high, which a lacks"):
+        one.merge(one.init(), framed.init())
+    buffers = [streaming.frame_average_precision(num_classes=c, capacity=4) for c in (1, 2)]
+    with pytest.raises(ValueError, match=r"a\.targets of shape"):
+        buffers[0].merge(buffers[0].init(), buffers[1].init())
+
+
 def test_updates_of_different_batch_shapes_agree():
     batch = [
         VideoSpec(10 + 4 * i, C, 5, 0.3, CORRUPTIONS[i % 7], 0.1, "holes", i) for i in range(B)

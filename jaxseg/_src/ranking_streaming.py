@@ -44,7 +44,12 @@ from jaxseg._src.ranking import (
     without_ambiguous,
 )
 from jaxseg._src.retrieval import TIES, doubled_ranks, reciprocal_rank_mean, retrieval_ranks
-from jaxseg._src.streaming_segmentation import class_scores, merge_states, pooled_accuracy
+from jaxseg._src.streaming_segmentation import (
+    check_same_states,
+    class_scores,
+    merge_states,
+    pooled_accuracy,
+)
 
 
 def _total(values) -> jax.Array:
@@ -241,13 +246,7 @@ def retrieval(
         def mean(x):
             return safe_divide(jnp.sum(jnp.where(counts > 0, counts * x, 0.0)), queries, jnp.nan)
 
-        cumulative = jnp.cumsum(counts)
-
-        def middle(position):  # the rank at a 0-based position of the sorted ranks
-            index = jnp.searchsorted(cumulative, position, side="right")
-            return rank[jnp.minimum(index, size)]
-
-        median = 0.5 * (middle(jnp.floor((queries - 1) / 2)) + middle(jnp.floor(queries / 2)))
+        median = _median(state.rank_histogram, rank)
         # k past num_items takes every item; capped, so that a k past int32 is no OverflowError
         return {
             "recall": jnp.stack(
@@ -256,10 +255,35 @@ def retrieval(
             "mean_reciprocal_rank": reciprocal_rank_mean(counts),
             "mean_rank": mean(rank + 1.0),  # one rounding, as metrics.mean_rank
             "median_rank": jnp.where(queries > 0, median + 1.0, jnp.nan),
-            "queries": counting.to_integer(state.rank_histogram).sum(),
+            "queries": counting.to_integer(counting.total(state.rank_histogram, 0)),
         }
 
     return Accumulator(init, update, merge_states, compute)
+
+
+def _halved(count: counting.Count) -> counting.Count:
+    """``floor(count / 2)``, exactly."""
+    count = counting.normalize(count)
+    low = ((count.high & 1) << (counting.LOW_BITS - 1)) + (count.low >> 1)
+    return counting.Count(count.high >> 1, low)
+
+
+def _median(histogram: counting.Count, rank: jax.Array) -> jax.Array:
+    """The median of the ranks counted by ``histogram`` (``rank[i]`` counted
+    ``histogram[i]`` times), found by exact counts: a float32 cumulative count is rounded
+    past 2**24 and can pick the wrong rank."""
+    cumulative = jax.lax.associative_scan(counting.merge, counting.normalize(histogram))
+    queries = counting.total(histogram, 0)
+
+    def middle(position: counting.Count):  # the rank at a 0-based position of the sorted ranks
+        high, low = cumulative
+        at_most = (high < position.high) | ((high == position.high) & (low <= position.low))
+        index = jnp.sum(at_most, dtype=jnp.int32)  # searchsorted(..., side="right")
+        return rank[jnp.minimum(index, rank.shape[0] - 1)]
+
+    one = counting.add(counting.zeros(), 1)
+    before = counting.subtract(queries, one)  # -1 for no query: compute gives NaN then
+    return 0.5 * (middle(_halved(before)) + middle(_halved(queries)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,6 +323,7 @@ def _append(buffers, stored, rows, valid):
 
 
 def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState:
+    check_same_states(a, b)
     valid = jnp.arange(b.targets.shape[0], dtype=jnp.int32) < b.stored
     (targets, scores), stored = _append(
         (a.targets, a.scores), a.stored, (b.targets, b.scores), valid
@@ -580,6 +605,7 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         return _append_matches(state, matches[:3], valid, seen, num_positives)
 
     def merge(a, b):
+        check_same_states(a, b)
         seen = counting.merge(a.seen, b.seen)
         num_positives = counting.merge(a.num_positives, b.num_positives)
         rows = (b.labels, b.scores, b.true_positive)

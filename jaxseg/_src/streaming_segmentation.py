@@ -57,8 +57,31 @@ class SegmentationState(NamedTuple):
     frame: FrameState | None
 
 
+def check_same_states(a, b) -> None:
+    """Raises ``ValueError`` unless ``a`` and ``b`` have the same fields and shapes, as two
+    states of one accumulator do (a sum of others would broadcast, silently)."""
+
+    def fields(state):
+        leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+        return {jax.tree_util.keystr(p, simple=True, separator="."): x for p, x in leaves}
+
+    fields_a, fields_b = fields(a), fields(b)
+    for field in sorted(fields_a.keys() ^ fields_b.keys()):
+        has, lacks = ("a", "b") if field in fields_a else ("b", "a")
+        raise ValueError(
+            f"merge takes two states of one accumulator, got {has}.{field}, which {lacks} lacks."
+        )
+    for field, x in fields_a.items():
+        if jnp.shape(x) != jnp.shape(fields_b[field]):
+            raise ValueError(
+                f"merge takes two states of one accumulator, got a.{field} of shape "
+                f"{jnp.shape(x)} and b.{field} of shape {jnp.shape(fields_b[field])}."
+            )
+
+
 def merge_states(a, b):
     """Adds two states of the same accumulator (leaf-wise exact count sums)."""
+    check_same_states(a, b)
     is_count = lambda x: isinstance(x, counting.Count)  # noqa: E731
     return jax.tree_util.tree_map(
         lambda x, y: counting.merge(x, y) if is_count(x) else x + y, a, b, is_leaf=is_count
