@@ -949,3 +949,17 @@ def test_thresholds_in_every_accepted_form_are_the_tuple_of_their_values(thresho
     f1 = evaluator.get()["f1"]  # from the summed counts, in float64
     assert list(f1) == list(values)
     np.testing.assert_allclose(list(f1.values()), want[0], rtol=1e-6)
+
+
+def test_legacy_asformer_end_must_be_a_bool():
+    """``legacy_asformer_end="no"`` was taken as True (``bool("no")``), silently."""
+    calls = (
+        lambda: M.segmental_f1([1, 1, 2], [1, 2, 2], legacy_asformer_end="no"),
+        lambda: S.segmentation(legacy_asformer_end="no"),
+        lambda: Evaluator(legacy_asformer_end="no"),
+    )
+    for call in calls:
+        with pytest.raises(
+            TypeError, match=r"^legacy_asformer_end must be True or False, got 'no'"
+        ):
+            call()

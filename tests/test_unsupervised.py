@@ -631,3 +631,19 @@ def test_label_tables_by_runs_equal_the_frame_by_frame_table(specs, sizes, shift
         expected = np.zeros((rows, cols), np.int64)
         np.add.at(expected, (y[kept], p[kept]), 1)
         np.testing.assert_array_equal(plain[row], expected)
+
+
+def test_exclude_background_must_be_a_bool():
+    """``exclude_background="no"`` was taken as True (``bool("no")``), silently, by the
+    metrics and the accumulators alike."""
+    gt, pred = np.array([[0, 1, 1]]), np.array([[1, 0, 0]])
+    sizes = dict(num_classes=2, num_clusters=2)
+    calls = (
+        lambda: M.global_hungarian_scores(gt, pred, exclude_background="no", **sizes),
+        lambda: M.asot_hungarian_scores(gt, pred, exclude_background="no", **sizes),
+        lambda: streaming.global_hungarian(exclude_background="no", **sizes),
+        lambda: streaming.per_video_hungarian(protocol="asot", exclude_background="no", **sizes),
+    )
+    for call in calls:
+        with pytest.raises(TypeError, match=r"^exclude_background must be True or False, got 'no'"):
+            call()

@@ -206,7 +206,7 @@ class Evaluator:
         self.background = checks.static_labels("background", background)
         checks.static_thresholds("iou_thresholds", iou_thresholds)  # simple fractions
         self.iou_thresholds = checks.static_unit_floats("iou_thresholds", iou_thresholds)
-        self.legacy_asformer_end = bool(legacy_asformer_end)
+        self.legacy_asformer_end = checks.static_bool("legacy_asformer_end", legacy_asformer_end)
         self._buffers = PaddedBuffers()
         self._reused = (None, None)  # (padded shape, phase 1's words of the last batch)
         self.reset()

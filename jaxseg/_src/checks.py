@@ -318,6 +318,14 @@ def static_int(name: str, value, *, minimum: int = 0, allow_none: bool = False) 
     return int(value)
 
 
+def static_bool(name: str, value) -> bool:
+    """``value`` as a Python bool; anything but ``True`` or ``False`` (a string such as
+    ``"no"``, which ``bool`` takes as true, an int, a traced value) raises ``TypeError``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
 def static_float(name: str, value) -> float:
     """``value`` as a Python float; a traced one (a static option passed to a function under
     ``jax.jit`` as a traced argument) or a bool (``True`` is no threshold 1.0) raises

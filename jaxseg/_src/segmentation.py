@@ -361,7 +361,7 @@ def static_arguments(
         target_capacity=target_capacity,
         prediction_capacity=prediction_capacity,
         candidate_capacity=candidate_capacity or min(T, bound),
-        legacy_asformer_end=bool(legacy_asformer_end),
+        legacy_asformer_end=checks.static_bool("legacy_asformer_end", legacy_asformer_end),
     )
 
 

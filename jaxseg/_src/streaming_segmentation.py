@@ -286,7 +286,7 @@ def segmentation(
         background=background,
         max_target_segments=max_target_segments,
         max_predicted_segments=max_predicted_segments,
-        legacy_asformer_end=legacy_asformer_end,
+        legacy_asformer_end=checks.static_bool("legacy_asformer_end", legacy_asformer_end),
     )
 
     def init():

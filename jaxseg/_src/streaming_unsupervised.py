@@ -89,7 +89,7 @@ def global_hungarian(
     C = checks.static_int("num_classes", num_classes, minimum=1)
     K = checks.static_int("num_clusters", num_clusters, minimum=1)
     protocol = checks.static_choice("protocol", protocol, GLOBAL_PROTOCOLS)
-    background = bool(exclude_background)
+    background = checks.static_bool("exclude_background", exclude_background)
 
     def init():
         return TableState(counting.zeros((C + 1, K + 1)), counting.zeros())
@@ -154,7 +154,7 @@ def per_video_hungarian(
     K = checks.static_int("num_clusters", num_clusters, minimum=1)
     protocol = checks.static_choice("protocol", protocol, PER_VIDEO_PROTOCOLS)
     keys = ("mof", "iou", "f1") if protocol == "twfinch" else ("mof", "miou", "f1")
-    exclude = bool(exclude_background)
+    exclude = checks.static_bool("exclude_background", exclude_background)
     if exclude and protocol == "twfinch":  # TW-FINCH scores -1 as a class: it was ignored
         raise ValueError(
             "exclude_background is ASOT's (protocol='asot'); TW-FINCH scores background as a class."

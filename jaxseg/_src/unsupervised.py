@@ -439,7 +439,7 @@ def global_hungarian_scores(
     targets, predictions, mask, C, K = _inputs(
         targets, predictions, mask, num_classes, num_clusters
     )
-    background = bool(exclude_background)
+    background = checks.static_bool("exclude_background", exclude_background)
     segments = K if segments_per_video is None else segments_per_video
     segments = checks.integer_values("segments_per_video", segments, ())
     table = label_tables(targets, predictions, mask, C, K, pooled=True)
@@ -603,7 +603,7 @@ def asot_hungarian_scores(
         targets, predictions, mask, num_classes, num_clusters
     )
     mode = checks.static_choice("mode", mode, ASOT_MODES)
-    exclude = bool(exclude_background)
+    exclude = checks.static_bool("exclude_background", exclude_background)
     if mode == "full":
         table = label_tables(targets, predictions, mask, C, K, pooled=True)
         rows, cols, keep = _pooled(targets, predictions, mask, C, K)
