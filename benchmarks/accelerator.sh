@@ -35,7 +35,9 @@ timeout -s INT -k 30 "$test_seconds" python3 -m pytest -p no:cacheprovider -n "$
   tests/test_proposals.py tests/test_dense.py tests/test_frame_metrics.py \
   tests/test_retrieval.py tests/test_ranking_streaming.py tests/test_streaming.py \
   tests/test_evaluator.py tests/test_stats.py tests/test_capacity.py tests/test_programs.py \
-  tests/test_contract.py > "$out/tests.txt" 2>&1
+  tests/test_contract.py tests/test_quotients.py tests/test_x64.py tests/test_half_precision.py \
+  tests/test_degenerate.py tests/test_losses_derivatives.py tests/test_evaluator_intervals.py \
+  tests/test_stats_coverage.py tests/test_api.py tests/test_demo.py > "$out/tests.txt" 2>&1
 echo "pytest exit status $?"
 grep -E "FAILED|ERROR" "$out/tests.txt" | head -40
 tail -3 "$out/tests.txt"

@@ -33,7 +33,7 @@ INNER = (
 
 
 def _run_body(fn, static, arrays):
-    return fn(**dict(static), **arrays)
+    return fn(**programs._values(static), **arrays)
 
 
 @contextlib.contextmanager

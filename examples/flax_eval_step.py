@@ -94,9 +94,9 @@ def main():
     loss = train(model, rng, steps=30 if args.quick else 300, batch=16)
     print(f"{devices} device(s); trained, last cross-entropy {loss:.3f}")
 
-    # Static capacities: targets have <= 8 segments; predictions may flicker, so their table
-    # holds up to FRAMES segments (it can never overflow; smaller capacities compile and run
-    # faster, and an overflow would be reported as a count and NaN scores, never truncated).
+    # A static limit, not a capacity: targets have <= 8 segments, and a video past it would be
+    # counted in `overflow` with NaN scores, never truncated. No segment table is sized by it
+    # (None, the predictions' default, is exact and as fast), so flickering predictions need none.
     accumulator = jaxseg.streaming.segmentation(
         num_classes=NUM_CLASSES, background=(0,), max_target_segments=8
     )

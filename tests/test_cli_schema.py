@@ -170,3 +170,20 @@ def test_proposal_and_grounding_schema(tmp_path, capsys):
         _check(document)
         tables |= set(document) - {"unit", "summary"}
     assert tables == {"proposals", "nlq", "moment_retrieval", "highlights"}
+
+
+def test_matching_schema(tmp_path, capsys):
+    """`evaluate --matching` named its result row by an empty field (``""``)."""
+    videos = random_videos(32, 4, len(NAMES))
+    truth, _ = write_dataset(tmp_path, videos, NAMES)
+    clusters = tmp_path / "clusters"
+    clusters.mkdir()
+    for name, (_, prediction) in videos.items():  # class indices as cluster ids
+        (clusters / f"{name}.txt").write_text("".join(f"{x}\n" for x in prediction))
+    for matching in ("global", "per-video", "asot-full", "asot-per"):
+        extra = ("--per-video",) if matching in ("per-video", "asot-per") else ()
+        argv = ("evaluate", truth, clusters, "--matching", matching, "--background",
+                "background", *extra)  # fmt: skip
+        document = json.loads(_run(capsys, *argv, "--format", "json"))
+        _check(document)
+        assert document["results"][0]["name"] in ("all", "mean over videos")

@@ -246,7 +246,7 @@ def report(args, names, targets, class_names, background, overall, per_video):
     label = "mean over videos" if per_video is not None else "all"
     rows = [(label, *(100.0 * overall[key] for _, key in columns))]
     sections = [
-        reports.Section("results", "Results (%)", ("", *(c for c, _ in columns)), tuple(rows))
+        reports.Section("results", "Results (%)", ("name", *(c for c, _ in columns)), tuple(rows))
     ]
     if per_video is not None and args.per_video:
         video_rows = tuple(
