@@ -115,6 +115,16 @@ def test_ctc_transcript_loss_normalisation_overflow_and_errors():
         losses.ctc_transcript_loss(logits, labels, background=(0, 1))
 
 
+@pytest.mark.parametrize("blank", [3, 7, -1, -3])
+def test_ctc_transcript_loss_refuses_a_blank_outside_the_classes(blank):
+    """The blank is a column of the logits: one outside [0, C) read another class's column
+    (-1 and 7 the last, -3 the first) and gave a wrong loss silently."""
+    labels = np.array([0, 1, 1, 2, 0])
+    logits = np.random.default_rng(0).normal(0, 2, (5, 3)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"background.*\[0, 3\)"):
+        losses.ctc_transcript_loss(logits, labels, background=(blank,))
+
+
 def _random_lattices(rng, size, frames, capacity, classes):
     """Log-probabilities, valid frames, transcripts with repeats and their lengths."""
     logits = rng.normal(0, 2, (size, frames, classes)).astype(np.float32)
