@@ -346,3 +346,13 @@ def test_a_class_ruled_out_by_minus_inf_logits_is_as_if_it_were_not_there(name):
     grads = np.asarray(grads)
     assert np.all(np.isfinite(grads)) and np.all(grads[..., 3] == 0.0)
     assert np.all(grads[~mask] == 0.0)
+
+
+@pytest.mark.parametrize("name", ["soft_edit_loss", "ctc_transcript_loss"])
+def test_gradient_of_an_empty_batch_is_empty(name):
+    """At the default capacity the gradient of a batch of no sequence raised numpy's
+    ZeroDivisionError ('integer modulo by zero') while the value was []."""
+    loss = getattr(losses, name)
+    labels = np.zeros((0, 5), np.int32)
+    grads = jax.grad(lambda x: jnp.sum(loss(x, labels)))(jnp.zeros((0, 5, 3)))
+    assert grads.shape == (0, 5, 3)
