@@ -356,3 +356,27 @@ def test_gradient_of_an_empty_batch_is_empty(name):
     labels = np.zeros((0, 5), np.int32)
     grads = jax.grad(lambda x: jnp.sum(loss(x, labels)))(jnp.zeros((0, 5, 3)))
     assert grads.shape == (0, 5, 3)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "soft_edit_loss",
+        "soft_levenshtein",
+        "ctc_transcript_loss",
+        "segment_start_penalty",
+        "soft_jaccard_loss",
+        "soft_dice_loss",
+        "tversky_loss",
+        "generalized_dice_loss",
+        "lovasz_softmax_loss",
+    ],
+)
+def test_logits_without_a_class_raise_naming_logits(name):
+    """Logits [T, 0] raised numpy's ZeroDivisionError ('integer modulo by zero') or a JAX
+    gather error, naming nothing, even with every frame masked; inside jit too."""
+    loss = getattr(losses, name)
+    logits, labels = np.zeros((3, 0), np.float32), np.zeros(3, np.int32)
+    for call in (loss, jax.jit(loss)):
+        with pytest.raises(ValueError, match=r"logits.*C >= 1.*\(3, 0\)"):
+            call(logits, labels, mask=np.zeros(3, bool))

@@ -24,6 +24,7 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
     if logits.ndim < event_ndim + 1:
         axes = "[..., T, C]" if event_ndim == 1 else "[..., H, W, C]"
         raise ValueError(f"logits must have shape {axes}, got shape {logits.shape}.")
+    no_class(logits)
     labels = checks.as_int_labels("labels", labels, min_ndim=event_ndim)
     if labels.shape != logits.shape[:-1]:
         raise ValueError(
@@ -38,6 +39,16 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
         labels, mask, logits.shape[-1], ignore_index=ignore_index, event_ndim=event_ndim
     )
     return zero_where_masked(logits, mask), labels, mask, invalid
+
+
+def no_class(logits) -> None:
+    """Raises ``ValueError`` for ``logits [..., C]`` without a class (``C = 0``): there is no
+    distribution to score (numpy's ZeroDivisionError, naming nothing, came from a reshape)."""
+    if logits.shape[-1] == 0:
+        raise ValueError(
+            f"logits must hold at least one class on its last axis (C >= 1), got shape "
+            f"{logits.shape}."
+        )
 
 
 def zero_where_masked(x, mask):

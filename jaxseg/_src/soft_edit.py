@@ -22,6 +22,7 @@ from jaxseg._src.loss_utils import (
     labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
+    no_class,
     probabilities,
     zero_where_masked,
 )
@@ -297,6 +298,7 @@ def soft_levenshtein(
       symbolic sequences, arXiv:1904.12562, 2019; Mensch & Blondel, ICML 2018.
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
+    no_class(logits)
     labels = checks.as_int_labels("labels", labels)
     if labels.shape[:-1] != logits.shape[:-2]:
         raise ValueError(
