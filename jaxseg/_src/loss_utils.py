@@ -51,6 +51,29 @@ def no_class(logits) -> None:
         )
 
 
+def temperature(gamma, batch_shape: tuple[int, ...]) -> jax.Array:
+    """``gamma`` (a number or an array, traced or not) broadcast to ``batch_shape``: one
+    temperature per sequence. Anything else raises, naming ``gamma``: a value that is no
+    real number (None, a string, a bool) ``TypeError``, a shape that does not broadcast to
+    ``batch_shape`` or a host value (no JAX array) that is not > 0 ``ValueError``."""
+    where = "a scalar" if not batch_shape else f"a scalar or broadcastable to {batch_shape}"
+    try:
+        value = jnp.asarray(gamma)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or value.dtype == jnp.bool_ or not jnp.issubdtype(value.dtype, jnp.number):
+        raise TypeError(f"gamma must be a float > 0 ({where}), got {gamma!r}.")
+    try:
+        fits = np.broadcast_shapes(value.shape, batch_shape) == tuple(batch_shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"gamma must be {where}, got shape {value.shape}.")
+    if checks.on_host(gamma) and not np.all(np.asarray(gamma) > 0):  # no JAX array: no sync
+        raise ValueError(f"gamma must be > 0, got {gamma!r}.")
+    return jnp.broadcast_to(value, batch_shape)
+
+
 def zero_where_masked(x, mask):
     """``x [..., K]`` (logits, intervals) with 0 where ``mask [...]`` is False (None: nowhere),
     so that a NaN or an infinity there (padding) reaches neither a loss nor its gradient."""
