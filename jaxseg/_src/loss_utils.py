@@ -53,25 +53,32 @@ def no_class(logits) -> None:
 
 def temperature(gamma, batch_shape: tuple[int, ...]) -> jax.Array:
     """``gamma`` (a number or an array, traced or not) broadcast to ``batch_shape``: one
-    temperature per sequence. Anything else raises, naming ``gamma``: a value that is no
-    real number (None, a string, a bool) ``TypeError``, a shape that does not broadcast to
-    ``batch_shape`` or a host value (no JAX array) that is not > 0 ``ValueError``."""
-    where = "a scalar" if not batch_shape else f"a scalar or broadcastable to {batch_shape}"
+    temperature per sequence, checked by :func:`positive_parameter`."""
+    return jnp.broadcast_to(positive_parameter("gamma", gamma, batch_shape), batch_shape)
+
+
+def positive_parameter(name: str, value, shape: tuple[int, ...] = (), *, or_zero: bool = False):
+    """``value`` as an array, checked: anything but a real number (None, a string, a bool)
+    raises ``TypeError`` naming ``name``; a shape that does not broadcast to ``shape`` (a
+    scalar for ``()``), or a host value (no JAX array: no sync) that is not > 0 (>= 0 with
+    ``or_zero``), ``ValueError``."""
+    where = "a scalar" if not shape else f"a scalar or broadcastable to {shape}"
     try:
-        value = jnp.asarray(gamma)
+        array = jnp.asarray(value)
     except (TypeError, ValueError):
-        value = None
-    if value is None or value.dtype == jnp.bool_ or not jnp.issubdtype(value.dtype, jnp.number):
-        raise TypeError(f"gamma must be a float > 0 ({where}), got {gamma!r}.")
+        array = None
+    if array is None or array.dtype == jnp.bool_ or not jnp.issubdtype(array.dtype, jnp.number):
+        raise TypeError(f"{name} must be a float ({where}), got {value!r}.")
     try:
-        fits = np.broadcast_shapes(value.shape, batch_shape) == tuple(batch_shape)
+        fits = np.broadcast_shapes(array.shape, shape) == tuple(shape)
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"gamma must be {where}, got shape {value.shape}.")
-    if checks.on_host(gamma) and not np.all(np.asarray(gamma) > 0):  # no JAX array: no sync
-        raise ValueError(f"gamma must be > 0, got {gamma!r}.")
-    return jnp.broadcast_to(value, batch_shape)
+        raise ValueError(f"{name} must be {where}, got shape {array.shape}.")
+    host = np.asarray(value) if checks.on_host(value) else None
+    if host is not None and not np.all(host >= 0 if or_zero else host > 0):
+        raise ValueError(f"{name} must be {'>=' if or_zero else '>'} 0, got {value!r}.")
+    return array
 
 
 def zero_where_masked(x, mask):

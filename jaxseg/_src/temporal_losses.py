@@ -16,6 +16,7 @@ from jaxseg._src.loss_utils import (
     labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
+    positive_parameter,
     probabilities,
     zero_where_masked,
 )
@@ -63,7 +64,7 @@ def smoothing_loss(
       Abu Farha & Gall, MS-TCN, CVPR 2019 (the T-MSE term, weight 0.15 there).
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
-    checks.positive_if_static("threshold", threshold)
+    positive_parameter("threshold", threshold)
     mask = checks.as_mask(mask, logits.shape[:-1])
     ignore_index = checks.static_ignore_index(ignore_index)
     if labels is not None:
