@@ -332,3 +332,29 @@ def test_confident_correct_predictions_have_finite_gradients(name, dtype):
     # The value is unchanged: a confident correct prediction scores (almost) no loss.
     confident = jnp.asarray([[[0.0, -45.0]]], dtype)
     assert float(_CONFIDENT_LOSSES[name](confident, jnp.array([[0]]))[0]) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("soft_jaccard_loss", "smooth"),
+        ("soft_dice_loss", "smooth"),
+        ("tversky_loss", "alpha"),
+        ("tversky_loss", "beta"),
+        ("generalized_dice_loss", "smooth"),
+        ("smoothing_loss", "threshold"),
+    ],
+)
+def test_a_number_option_that_is_no_number_or_no_scalar_raises_naming_it(name, option):
+    """None failed in Python arithmetic naming no argument, a [2] array in JAX's broadcasting;
+    generalized_dice_loss(smooth=[2 values]) of a [2] batch returned [2, 2] losses silently."""
+    loss = getattr(losses, name)
+    logits, labels = np.zeros((2, 4, 3), np.float32), np.zeros((2, 4), np.int32)
+    for bad, error, words in (
+        (None, TypeError, "must be a float"),
+        ("1", TypeError, "must be a float"),
+        (np.array([1.0, 2.0], np.float32), ValueError, r"must be a scalar, got shape \(2,\)"),
+        (np.float32(-1.0), ValueError, "must be >"),
+    ):
+        with pytest.raises(error, match=f"{option} {words}"):
+            loss(logits, labels, **{option: bad})

@@ -115,6 +115,16 @@ def test_ctc_transcript_loss_normalisation_overflow_and_errors():
         losses.ctc_transcript_loss(logits, labels, background=(0, 1))
 
 
+@pytest.mark.parametrize("blank", [3, 7, -1, -3])
+def test_ctc_transcript_loss_refuses_a_blank_outside_the_classes(blank):
+    """The blank is a column of the logits: one outside [0, C) read another class's column
+    (-1 and 7 the last, -3 the first) and gave a wrong loss silently."""
+    labels = np.array([0, 1, 1, 2, 0])
+    logits = np.random.default_rng(0).normal(0, 2, (5, 3)).astype(np.float32)
+    with pytest.raises(ValueError, match=r"background.*\[0, 3\)"):
+        losses.ctc_transcript_loss(logits, labels, background=(blank,))
+
+
 def _random_lattices(rng, size, frames, capacity, classes):
     """Log-probabilities, valid frames, transcripts with repeats and their lengths."""
     logits = rng.normal(0, 2, (size, frames, classes)).astype(np.float32)
@@ -336,3 +346,37 @@ def test_a_class_ruled_out_by_minus_inf_logits_is_as_if_it_were_not_there(name):
     grads = np.asarray(grads)
     assert np.all(np.isfinite(grads)) and np.all(grads[..., 3] == 0.0)
     assert np.all(grads[~mask] == 0.0)
+
+
+@pytest.mark.parametrize("name", ["soft_edit_loss", "ctc_transcript_loss"])
+def test_gradient_of_an_empty_batch_is_empty(name):
+    """At the default capacity the gradient of a batch of no sequence raised numpy's
+    ZeroDivisionError ('integer modulo by zero') while the value was []."""
+    loss = getattr(losses, name)
+    labels = np.zeros((0, 5), np.int32)
+    grads = jax.grad(lambda x: jnp.sum(loss(x, labels)))(jnp.zeros((0, 5, 3)))
+    assert grads.shape == (0, 5, 3)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "soft_edit_loss",
+        "soft_levenshtein",
+        "ctc_transcript_loss",
+        "segment_start_penalty",
+        "soft_jaccard_loss",
+        "soft_dice_loss",
+        "tversky_loss",
+        "generalized_dice_loss",
+        "lovasz_softmax_loss",
+    ],
+)
+def test_logits_without_a_class_raise_naming_logits(name):
+    """Logits [T, 0] raised numpy's ZeroDivisionError ('integer modulo by zero') or a JAX
+    gather error, naming nothing, even with every frame masked; inside jit too."""
+    loss = getattr(losses, name)
+    logits, labels = np.zeros((3, 0), np.float32), np.zeros(3, np.int32)
+    for call in (loss, jax.jit(loss)):
+        with pytest.raises(ValueError, match=r"logits.*C >= 1.*\(3, 0\)"):
+            call(logits, labels, mask=np.zeros(3, bool))

@@ -169,9 +169,11 @@ def _switched_losses_jvp(values, with_gradients, n_rows, primals, tangents):
     index, operands = primals
     value, gradients = lax.switch(index, with_gradients, operands)
 
-    def dot(g, t):  # in the losses' dtype: a bfloat16 row's T x C products summed in float32
+    # in the losses' dtype: a bfloat16 row's T x C products summed in float32; no -1 in the
+    # reshape, which an empty batch (0 rows) cannot resolve
+    def dot(g, t):
         product = g.astype(value.dtype) * t.astype(value.dtype)
-        return jnp.sum(product.reshape(g.shape[0], -1), axis=1)
+        return jnp.sum(product.reshape(g.shape[0], math.prod(g.shape[1:])), axis=1)
 
     pairs = zip(gradients, tangents[1][:n_rows], strict=True)
     return value, sum(dot(g, t) for g, t in pairs)

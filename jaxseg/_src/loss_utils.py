@@ -24,6 +24,7 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
     if logits.ndim < event_ndim + 1:
         axes = "[..., T, C]" if event_ndim == 1 else "[..., H, W, C]"
         raise ValueError(f"logits must have shape {axes}, got shape {logits.shape}.")
+    no_class(logits)
     labels = checks.as_int_labels("labels", labels, min_ndim=event_ndim)
     if labels.shape != logits.shape[:-1]:
         raise ValueError(
@@ -38,6 +39,46 @@ def logits_and_labels(logits, labels, mask, *, event_ndim: int = 1, ignore_index
         labels, mask, logits.shape[-1], ignore_index=ignore_index, event_ndim=event_ndim
     )
     return zero_where_masked(logits, mask), labels, mask, invalid
+
+
+def no_class(logits) -> None:
+    """Raises ``ValueError`` for ``logits [..., C]`` without a class (``C = 0``): there is no
+    distribution to score (numpy's ZeroDivisionError, naming nothing, came from a reshape)."""
+    if logits.shape[-1] == 0:
+        raise ValueError(
+            f"logits must hold at least one class on its last axis (C >= 1), got shape "
+            f"{logits.shape}."
+        )
+
+
+def temperature(gamma, batch_shape: tuple[int, ...]) -> jax.Array:
+    """``gamma`` (a number or an array, traced or not) broadcast to ``batch_shape``: one
+    temperature per sequence, checked by :func:`positive_parameter`."""
+    return jnp.broadcast_to(positive_parameter("gamma", gamma, batch_shape), batch_shape)
+
+
+def positive_parameter(name: str, value, shape: tuple[int, ...] = (), *, or_zero: bool = False):
+    """``value`` as an array, checked: anything but a real number (None, a string, a bool)
+    raises ``TypeError`` naming ``name``; a shape that does not broadcast to ``shape`` (a
+    scalar for ``()``), or a host value (no JAX array: no sync) that is not > 0 (>= 0 with
+    ``or_zero``), ``ValueError``."""
+    where = "a scalar" if not shape else f"a scalar or broadcastable to {shape}"
+    try:
+        array = jnp.asarray(value)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.dtype == jnp.bool_ or not jnp.issubdtype(array.dtype, jnp.number):
+        raise TypeError(f"{name} must be a float ({where}), got {value!r}.")
+    try:
+        fits = np.broadcast_shapes(array.shape, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} must be {where}, got shape {array.shape}.")
+    host = np.asarray(value) if checks.on_host(value) else None
+    if host is not None and not np.all(host >= 0 if or_zero else host > 0):
+        raise ValueError(f"{name} must be {'>=' if or_zero else '>'} 0, got {value!r}.")
+    return array
 
 
 def zero_where_masked(x, mask):

@@ -22,7 +22,9 @@ from jaxseg._src.loss_utils import (
     labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
+    no_class,
     probabilities,
+    temperature,
     zero_where_masked,
 )
 from jaxseg._src.numerics import safe_divide
@@ -151,7 +153,7 @@ def soft_edit_loss(
       labels: integer ``[..., T]`` frame labels in ``[0, C)``.
       mask: optional bool ``[..., T]``, True = valid frame; others are removed (zero gradient).
       background: static tuple of labels that form no segment.
-      gamma: float scalar > 0, the temperature (a concrete value <= 0 raises ``ValueError``;
+      gamma: float > 0, scalar or ``[...]``: the temperature (<= 0 raises ``ValueError``;
         traced, annealing does not recompile); default 0.1. Keep ``gamma <= 1 / log(T / M)``:
         larger values bias the value negative and can flip the gradient's sign at true starts.
       normalize: ``"target"`` (divide by the number of label segments) or ``"max"``.
@@ -191,7 +193,7 @@ def soft_edit_loss(
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
     stride = checks.static_int("stride", stride, minimum=1)
-    checks.positive_if_static("gamma", gamma)
+    gamma = temperature(gamma, labels.shape[:-1])
     options = dict(background=background, normalize=normalize, backward=backward, stride=stride)
     loss = _soft_edit_program(logits, labels, mask, gamma, capacity=capacity, **options)
     return nan_where_invalid(loss, invalid)
@@ -211,7 +213,7 @@ def _soft_edit_program(
     batch_shape, T = labels.shape[:-1], labels.shape[-1]
     logits = jnp.reshape(logits, (-1, *logits.shape[-2:]))
     labels, mask = jnp.reshape(labels, (-1, T)), jnp.reshape(mask, (-1, T))
-    gammas = jnp.broadcast_to(jnp.asarray(gamma, compute_dtype(logits)), labels.shape[:1])
+    gammas = jnp.reshape(jnp.asarray(gamma, compute_dtype(logits)), labels.shape[:1])
 
     def one(c, x, g, y, valid):
         return _soft_edit_one(probabilities(x), y, valid, capacity=c, gamma=g, **options)
@@ -297,6 +299,7 @@ def soft_levenshtein(
       symbolic sequences, arXiv:1904.12562, 2019; Mensch & Blondel, ICML 2018.
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
+    no_class(logits)
     labels = checks.as_int_labels("labels", labels)
     if labels.shape[:-1] != logits.shape[:-2]:
         raise ValueError(
@@ -311,8 +314,7 @@ def soft_levenshtein(
         labels, label_mask, logits.shape[-1], ignore_index=ignore_index
     )
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
-    checks.positive_if_static("gamma", gamma)
-    gamma = jnp.asarray(gamma, compute_dtype(logits))
+    gamma = jnp.asarray(temperature(gamma, ()), compute_dtype(logits))
 
     def one(x, y, valid, label_valid):
         return _soft_levenshtein_one(

@@ -23,6 +23,7 @@ from jaxseg._src.loss_utils import (
     labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
+    positive_parameter,
     probabilities,
 )
 from jaxseg._src.numerics import safe_divide
@@ -131,7 +132,7 @@ def soft_jaccard_loss(
       Rahman & Wang, Optimizing intersection-over-union in deep neural networks for image
       segmentation, ISVC 2016.
     """
-    checks.positive_if_static("smooth", smooth, or_zero=True)
+    positive_parameter("smooth", smooth, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)
@@ -180,7 +181,7 @@ def soft_dice_loss(
     References:
       Milletari, Navab & Ahmadi, V-Net, 3DV 2016 (squared form).
     """
-    checks.positive_if_static("smooth", smooth, or_zero=True)
+    positive_parameter("smooth", smooth, or_zero=True)
     form = checks.static_choice("form", form, ("sorensen", "squared"))
 
     def fn(probs, onehot):
@@ -232,10 +233,10 @@ def tversky_loss(
       Salehi, Erdogmus & Gholipour, Tversky loss function for image segmentation using 3D
       fully convolutional deep networks, MLMI 2017.
     """
-    checks.positive_if_static("smooth", smooth, or_zero=True)
+    positive_parameter("smooth", smooth, or_zero=True)
     # A negative weight rewards errors: the loss leaves [0, 1] (alpha = -1 gave 2.4).
-    checks.positive_if_static("alpha", alpha, or_zero=True)
-    checks.positive_if_static("beta", beta, or_zero=True)
+    positive_parameter("alpha", alpha, or_zero=True)
+    positive_parameter("beta", beta, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)
@@ -275,7 +276,7 @@ def generalized_dice_loss(
       Sudre et al., Generalised Dice overlap as a deep learning loss function for highly
       unbalanced segmentations, DLMIA 2017.
     """
-    checks.positive_if_static("smooth", smooth, or_zero=True)
+    positive_parameter("smooth", smooth, or_zero=True)
 
     def fn(probs, onehot):
         inter, pred, target = _overlap_sums(probs, onehot)

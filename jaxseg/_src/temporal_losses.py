@@ -16,6 +16,7 @@ from jaxseg._src.loss_utils import (
     labels_within_classes,
     logits_and_labels,
     nan_where_invalid,
+    positive_parameter,
     probabilities,
     zero_where_masked,
 )
@@ -63,7 +64,7 @@ def smoothing_loss(
       Abu Farha & Gall, MS-TCN, CVPR 2019 (the T-MSE term, weight 0.15 there).
     """
     logits = checks.as_float("logits", logits, min_ndim=2)
-    checks.positive_if_static("threshold", threshold)
+    positive_parameter("threshold", threshold)
     mask = checks.as_mask(mask, logits.shape[:-1])
     ignore_index = checks.static_ignore_index(ignore_index)
     if labels is not None:
@@ -175,7 +176,7 @@ def ctc_transcript_loss(
       logits: float ``[..., T, C]`` unnormalised scores.
       labels: integer ``[..., T]`` frame labels.
       mask: optional bool ``[..., T]``, True = valid frame.
-      background: static tuple with at most one label (the blank).
+      background: static tuple with at most one label (the blank), in ``[0, C)``.
       normalize: ``"target"`` (divide by the number of segments, at least 1) or ``"none"``.
       max_segments: static transcript capacity, a memory bound (``None``: chosen per call
         among a few static sizes by the batch's longest transcript; never truncates).
@@ -207,6 +208,11 @@ def ctc_transcript_loss(
     if len(background) > 1:
         raise ValueError(
             f"background must hold at most one label (the CTC blank), got {background}."
+        )
+    if background and not 0 <= background[0] < logits.shape[-1]:  # the blank is a column
+        raise ValueError(
+            f"background holds the CTC blank, a class of logits' last axis [0, "
+            f"{logits.shape[-1]}), got {background}."
         )
     normalize = checks.static_choice("normalize", normalize, ("target", "none"))
     capacity = checks.static_int("max_segments", max_segments, minimum=1, allow_none=True)
