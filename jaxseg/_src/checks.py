@@ -352,17 +352,6 @@ def static_ints(name: str, values, *, minimum: int = 1) -> tuple[int, ...]:
     return tuple(static_int(name, v, minimum=minimum) for v in values)
 
 
-def positive_if_static(name: str, value, *, or_zero: bool = False) -> None:
-    """Raises if ``value`` is a concrete number that is not > 0 (>= 0 with ``or_zero``; a
-    traced value passes: it may be annealed inside jit, where its value is not known)."""
-    if isinstance(value, jax.core.Tracer):
-        return
-    array = np.asarray(value)
-    if array.ndim == 0 and np.issubdtype(array.dtype, np.number):
-        if not (array >= 0 if or_zero else array > 0):
-            raise ValueError(f"{name} must be {'>=' if or_zero else '>'} 0, got {value!r}.")
-
-
 def static_labels(name: str, values) -> tuple[int, ...]:
     """Returns a static tuple of distinct integer labels (e.g. ``background``)."""
     if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
