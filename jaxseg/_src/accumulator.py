@@ -78,9 +78,12 @@ class Accumulator:
     """Streaming evaluation as pure functions, in the spirit of an optax transformation.
 
     ``state = init()``; ``state = update(state, targets, predictions, *, mask=None)``;
-    ``merge(a, b)`` adds two states (a cross-device merge is ``jax.lax.psum`` of the state);
-    ``compute(state) -> dict`` of metric values. States are NamedTuples of additive
-    sufficient statistics, so results do not depend on how the data was split.
+    ``merge(a, b)`` combines two states; ``compute(state) -> dict`` of metric values. States
+    are NamedTuples of additive sufficient statistics, so results do not depend on how the
+    data was split, and a cross-device merge is ``jax.lax.psum`` of the state. The exception
+    is the buffer of ``capacity=`` in ``frame_average_precision`` and ``detection``: ``merge``
+    concatenates buffers, which ``psum`` would add entry by entry, so gather such states
+    across devices and ``merge`` them.
 
     Called outside ``jax.jit``, ``update``, ``merge`` and ``compute`` each run as one compiled
     program per shape and static arguments (shared by accumulators built with the same

@@ -495,7 +495,8 @@ def frame_average_precision(
       background: static tuple of classes not scored.
       ambiguous: static tuple of classes whose positive frames are removed.
       capacity: static buffer size in frames (exact mode). Beyond it every result is NaN and
-        ``overflow`` counts the frames that did not fit. ``merge`` concatenates buffers: with
+        ``overflow`` counts the frames that did not fit. ``merge`` concatenates buffers (not
+        ``jax.lax.psum``: gather the states across devices and merge them): with
         ``"all_point"`` or ``"11point"``, tied scores rank in arrival order, as in the batch
         metric, so merge and update in data order (``"step"`` takes ties together).
       num_thresholds: static number of score bins (binned mode, scores in [0, 1]): AP and
@@ -698,7 +699,8 @@ def detection(
       capacity: static number of predictions kept (exact mode); beyond it the results are
         NaN and ``overflow`` counts the predictions that did not fit. Tied scores rank in
         the order the predictions arrived, as in the batch metric (the reference's stable
-        sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order.
+        sort): ``merge(a, b)`` keeps ``a``'s first, so merge and update in data order; it
+        concatenates buffers (not ``jax.lax.psum``: gather the states and merge them).
       num_thresholds: static number of score bins for scores in [0, 1] (binned mode, exactly
         the AP of scores rounded down to multiples of ``1 / num_thresholds``, a score of 1
         to ``1 - 1 / num_thresholds`` (the top bin), the predictions of a bin entering
