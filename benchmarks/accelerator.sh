@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On a machine with an accelerator (jax, flax, pytest, pytest-xdist and hypothesis installed):
-# the segmentation and loss benchmarks there, then the tests of the kernels, each step within
-# its own time limit so that one slow step leaves the others their time. Logs go to OUTDIR.
+# the backend-dispatch, segmentation and loss benchmarks there, then the tests of the kernels,
+# each step within its own time limit so that one slow step leaves the others their time. Logs
+# go to OUTDIR.
 #
 #   benchmarks/accelerator.sh OUTDIR [TEST_SECONDS] [TEST_WORKERS]
 set -uo pipefail
 out=$(realpath "${1:?usage: benchmarks/accelerator.sh OUTDIR [TEST_SECONDS] [TEST_WORKERS]}")
-test_seconds=${2:-200}
+test_seconds=${2:-150}
 workers=${3:-12}
 cd "$(dirname "$0")/.."
 # Several test workers share one device: each takes memory as it needs it. The tests compile
@@ -16,10 +17,12 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false JA
 nvidia-smi -L 2>/dev/null
 python3 -c "import jax, jaxlib; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, jax.devices())"
 
+echo "== benchmarks/dispatch.py"
+timeout 110 python3 benchmarks/dispatch.py --rounds 3 --repeats 20 2>&1 | tee "$out/dispatch.txt"
 echo "== benchmarks/segmentation.py"
-timeout 200 python3 benchmarks/segmentation.py --rounds 2 --repeats 5 2>&1 | tee "$out/segmentation.txt"
+timeout 150 python3 benchmarks/segmentation.py --rounds 2 --repeats 5 2>&1 | tee "$out/segmentation.txt"
 echo "== benchmarks/losses.py --full-length"
-timeout 120 python3 benchmarks/losses.py --quick --full-length 2>&1 | tee "$out/losses.txt"
+timeout 100 python3 benchmarks/losses.py --quick --full-length 2>&1 | tee "$out/losses.txt"
 
 echo "== tests of the kernels"
 # The host-side tests (CLI, files, plots, docstrings, layout, the CPU-simulated sharding) are
