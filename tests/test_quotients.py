@@ -1,5 +1,9 @@
 """Quotients of exact counts are the correctly rounded float32 of the exact ratio.
 
+XLA:GPU divides float32 within 2 ulp (PTX ``div.full.f32``), so off CPU every quotient of the
+package is ``numerics.rounded_quotient``'s, written from the operands' significands; its
+tests below compare it with the CPU's IEEE 754 division, bit for bit.
+
 XLA divides by a number it sees as one for a whole vector (a shape-derived count without a
 mask, one total spread over several thresholds) as a product with its reciprocal, 1 ulp off
 (9 / 10 read 0.90000004); ``numerics.count_ratio`` divides quotient by quotient. Each case
@@ -8,13 +12,15 @@ below has a vector of quotients over one denominator, the shape where that happe
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from _reference import correctly_rounded_float32
 
 from jaxseg import metrics as M
 from jaxseg import streaming as S
-from jaxseg._src import counting
+from jaxseg._src import counting, numerics
 from jaxseg._src.numerics import integer_ratio
 
 
@@ -254,3 +260,62 @@ def test_streaming_fixed_point_means_are_rounded_once():
     )
     edit = accumulator.compute(state)["edit"]
     assert edit == correctly_rounded_float32(ticks, videos * 2**24) == np.float32(0.45234004)
+
+
+# ------------------------------------------------------------------------------------------
+# The division of every backend but the CPU: numerics.rounded_quotient.
+
+
+def _bitwise_equal(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    same = (got.view(np.int32) == want.view(np.int32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (got[~same][:5], want[~same][:5])
+
+
+def _float32_pairs(rng, n):
+    """Counts below 2**24, small counts, and arbitrary bit patterns (every exponent, sign,
+    zero, subnormal, infinity and NaN among them)."""
+    counts = rng.integers(0, 1 << 24, (2, n))
+    small = rng.integers(0, 300, (2, n))
+    patterns = rng.integers(0, 1 << 32, (2, n), dtype=np.uint64).astype(np.uint32)
+    a = np.concatenate([counts[0], small[0]]).astype(np.float32)
+    b = np.concatenate([np.maximum(counts[1], 1), np.maximum(small[1], 1)]).astype(np.float32)
+    return np.concatenate([a, patterns[0].view(np.float32)]), np.concatenate(
+        [b, patterns[1].view(np.float32)]
+    )
+
+
+def test_rounded_quotient_is_the_ieee_quotient_bit_for_bit():
+    """Equal, bit for bit, to XLA:CPU's IEEE 754 division, and to numpy's where operands and
+    quotient are normal numbers (XLA:CPU reads and writes subnormals as zeros, and so does
+    the fallback to the backend's division)."""
+    a, b = _float32_pairs(np.random.default_rng(0), 200_000)
+    got = jax.jit(numerics.rounded_quotient)(a, b)
+    _bitwise_equal(got, jax.jit(jnp.divide)(a, b))
+    with np.errstate(all="ignore"):
+        want = a / b
+    tiny = np.finfo(np.float32).tiny
+    normal = np.all([np.isfinite(x) & (np.abs(x) >= tiny) for x in (a, b, want)], axis=0)
+    _bitwise_equal(np.asarray(got)[normal], want[normal])
+
+
+def test_rounded_quotient_gives_the_quotients_an_h200_rounded_wrongly():
+    """Quotients XLA:GPU's division gave 1 ulp off on an H200 (edit scores, top-k)."""
+    a = np.array([5, 6, 3, 9, 9, 5, 9], np.float32)
+    b = np.array([6, 7, 7, 10, 11, 200, 200], np.float32)
+    want = [correctly_rounded_float32(int(x), int(y)) for x, y in zip(a, b)]
+    _bitwise_equal(jax.jit(numerics.rounded_quotient)(a, b), np.array(want, np.float32))
+
+
+def test_rounded_quotient_has_the_gradient_of_division():
+    a, b = jnp.float32(5.0), jnp.float32(6.0)
+    got = jax.grad(numerics.rounded_quotient, argnums=(0, 1))(a, b)
+    want = jax.grad(jnp.divide, argnums=(0, 1))(a, b)
+    _bitwise_equal(jnp.stack(got), jnp.stack(want))
+
+
+def test_divide_takes_the_division_of_the_operands_dtype():
+    """float32 operands go through the dispatch; float64 and mixed dtypes divide as XLA."""
+    x = numerics.divide(jnp.float32(5.0), jnp.float32(6.0))
+    assert x.dtype == jnp.float32 and float(x) == float(np.float32(5) / np.float32(6))
+    assert numerics.divide(jnp.arange(3.0), jnp.float32(2.0)).tolist() == [0.0, 0.5, 1.0]
