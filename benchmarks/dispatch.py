@@ -7,8 +7,9 @@ as shipped and with every dispatch forced to the branch this backend does not ta
 that both give the same bits, and times both: the measurement behind each choice, on the
 backend at hand (CPU here, a GPU through ``benchmarks/accelerator.sh``).
 
-Run: ``python benchmarks/dispatch.py [--repeats N] [--rounds R]``. The inputs are put on the
-device first, so that the times are the programs'. Each round compiles both variants afresh
+Run: ``python benchmarks/dispatch.py [--repeats N] [--rounds R]``. The inputs of the pure
+functions are put on the device first, so that the times are the programs'; the Evaluator
+takes the padded numpy arrays, as a user gives them. Each round compiles both variants afresh
 (``jax.clear_caches``), shipped first, and times the first call and the median of N calls.
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from _data import breakfast_like, machine_summary, pad
 from ranking import frames_data
 
+import jaxseg
 from jaxseg import metrics, segments
 
 OVERLAPS = (0.1, 0.25, 0.5)
@@ -95,17 +97,34 @@ def hungarian_case():
     return "global Hungarian, f1=False, 1712 x 6000", fn, (padded_t, padded_p, lengths)
 
 
+def evaluator_case():
+    """``Evaluator.add`` + ``get`` of the Breakfast-shaped set from padded arrays and lengths,
+    host work included (segment tables from windowed running sums)."""
+    targets, predictions = breakfast_like()
+    padded_t, lengths = jaxseg.io.pad_videos(targets)
+    padded_p, _ = jaxseg.io.pad_videos(predictions)
+
+    def fn(t, p, lengths):
+        evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS)
+        evaluator.add(t, p, lengths=lengths)
+        return evaluator.get()
+
+    return "Evaluator.add + get, 1712 x 6000", fn, (padded_t, padded_p, lengths)
+
+
 def timed(fn, args, repeats):
-    """(first call s, median warm call s, outputs as numpy) of ``jax.jit(fn)``, compiled afresh."""
+    """(first call s, median warm call s, outputs as numpy) of ``fn`` (under ``jax.jit``
+    unless its arguments are host arrays), compiled afresh."""
     jax.clear_caches()
-    jitted = jax.jit(fn)
+    on_host = isinstance(args[0], np.ndarray)
+    call = fn if on_host else jax.jit(fn)
     start = time.perf_counter()
-    out = jax.block_until_ready(jitted(*args))
+    out = jax.block_until_ready(call(*args))
     first = time.perf_counter() - start
     warm = []
     for _ in range(repeats):
         start = time.perf_counter()
-        jax.block_until_ready(jitted(*args))
+        jax.block_until_ready(call(*args))
         warm.append(time.perf_counter() - start)
     return first, float(np.median(warm)), jax.tree.map(np.asarray, out)
 
@@ -122,11 +141,12 @@ def main():
         "| first calls (s) |"
     )
     print("|---|---|---|---|---|---|")
-    for make in (segmentation_case, ranking_case, hungarian_case):
+    for make in (segmentation_case, evaluator_case, ranking_case, hungarian_case):
         name, fn, host_args = make()
-        device_args = jax.device_put(host_args)
+        on_host = make is evaluator_case  # the Evaluator takes numpy arrays
+        device_args = host_args if on_host else jax.device_put(host_args)
         with other_branch() as seen:
-            jax.eval_shape(fn, *device_args)
+            timed(fn, device_args, 0)
         for sites in [None] + ([{s} for s in sorted(seen)] if len(seen) > 1 else []):
             firsts, ratios, times = [], [], []
             for _ in range(args.rounds):

@@ -8,6 +8,7 @@ is called twice with new values under ``chex.assert_max_traces(n=1)``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import pathlib
@@ -198,6 +199,44 @@ def test_an_eager_call_compiles_one_program(index, results):
     with compilations() as again:
         jax.block_until_ready(_call(case, runs[1][0], MASK if case.takes_mask else None))
     assert (len(first), len(again)) == (1, 0), first
+
+
+@contextlib.contextmanager
+def _default_branches():
+    """Every ``lax.platform_dependent`` traced inside takes its default branch, the one that
+    backends other than the CPU run (jit caches cleared on the way in and out, so that no
+    program traced with the other branch is reused)."""
+
+    def default_branch(*args, default, **per_platform):
+        return default(*args)
+
+    jax.clear_caches()
+    shipped, jax.lax.platform_dependent = jax.lax.platform_dependent, default_branch
+    try:
+        yield
+    finally:
+        jax.lax.platform_dependent = shipped
+        jax.clear_caches()
+
+
+def test_other_backends_formulations_give_the_same_bits(index, results):
+    """With every backend dispatch on its non-CPU branch (sorts of pairs, ``jnp.cumsum``,
+    float32 quotients from the operands' significands), the metrics' outputs are the CPU's,
+    bit for bit: the formulations a GPU or TPU runs, checked where CI runs. The losses,
+    whose float arithmetic XLA:CPU may contract (a quotient as a product with a reciprocal),
+    agree within the case's tolerance."""
+    case = CASES[index]
+    args, mask = results[0][0][0], MASK if case.takes_mask else None
+    want = jax.jit(lambda *args: _call(case, args, mask))(*args)
+    with _default_branches():
+        got = jax.jit(lambda *args: _call(case, args, mask))(*args)
+    if case.name.startswith("jaxseg.losses."):
+        _assert_same(case, got, want, "default branches vs CPU branches")
+        return
+    got, want = _canonical(case, got), _canonical(case, want)
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 def _floating(args) -> list[bool]:

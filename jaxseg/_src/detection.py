@@ -16,7 +16,7 @@ from jax import lax
 
 from jaxseg._src import batching, checks
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.numerics import nanmean, safe_divide
+from jaxseg._src.numerics import count_ratio, nanmean, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import (
     ClassScores,
@@ -236,7 +236,7 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
     cum = cumulative_count(hits)
     before = jnp.where(first[None] > 0, jnp.take(cum, jnp.maximum(first - 1, 0), axis=1), 0)
     tp_cum = cum - before
-    precision = tp_cum.astype(jnp.float32) / rank.astype(jnp.float32)[None]
+    precision = count_ratio(tp_cum, rank[None])  # correctly rounded: see count_ratio
     precision = jnp.where(valid[None], precision, 0.0)
     is_end = jnp.concatenate([labels[1:] != labels[:-1], jnp.ones((1,), bool)])
     envelope = suffix_max(precision, jnp.broadcast_to(is_end[None], precision.shape))
@@ -244,7 +244,7 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
     per_class = jax.vmap(lambda x: jax.ops.segment_sum(x, labels, num_segments=num_classes + 1))
     if interpolation == "all_point":
         total = per_class(jnp.where(hits > 0, envelope, 0.0))[:, :num_classes].T
-        ap = safe_divide(total, npos_f, 0.0)
+        ap = count_ratio(total, npos_f)  # one total per class: see count_ratio
     else:
         npos_of = jnp.concatenate([npos, jnp.zeros((1,), jnp.int32)])[labels][None]
         values = []

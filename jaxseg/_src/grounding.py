@@ -24,13 +24,6 @@ MQ_THRESHOLDS = (0.3, 0.5, 0.7)
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
-def _divide(numerator, denominator):
-    """``numerator / denominator`` in their float dtype (float64 stays float64), 0 where the
-    denominator is 0 (double ``where``: finite gradients)."""
-    nonzero = denominator != 0
-    return jnp.where(nonzero, numerator / jnp.where(nonzero, denominator, 1), 0)
-
-
 def fraction_sum(values, axis=-1):
     """Sum of values in [0, 1] along ``axis``, the same bits whatever the batch shape.
 
@@ -78,7 +71,7 @@ def hull_iou(a, b):
     b0, b1 = b[None, :, 0], b[None, :, 1]
     inter = jnp.maximum(jnp.minimum(a1, b1) - jnp.maximum(a0, b0), 0.0)
     hull = jnp.maximum(a1, b1) - jnp.minimum(a0, b0)
-    return _divide(inter, jnp.maximum(hull, 0.0))
+    return safe_divide(inter, jnp.maximum(hull, 0.0))
 
 
 def union_iou(a, b):
@@ -86,7 +79,7 @@ def union_iou(a, b):
     a0, a1 = a[:, None, 0], a[:, None, 1]
     b0, b1 = b[None, :, 0], b[None, :, 1]
     inter = jnp.maximum(jnp.minimum(a1, b1) - jnp.maximum(a0, b0), 0.0)
-    return _divide(inter, (a1 - a0) + (b1 - b0) - inter)
+    return safe_divide(inter, (a1 - a0) + (b1 - b0) - inter)
 
 
 def reaches(iou, thresholds, comparison):
@@ -284,7 +277,7 @@ def _ranked_ap(hits, keep, num_positives, dtype):
     precision = jnp.where(keep[:, None], tp / rank[:, None], 0.0).T  # [T, P]
     envelope = running_max(precision, reverse=True)
     total = fraction_sum(jnp.where(hits.T, envelope, 0.0))
-    return jnp.where(num_positives > 0, _divide(total, num_positives.astype(dtype)), jnp.nan)
+    return jnp.where(num_positives > 0, safe_divide(total, num_positives.astype(dtype)), jnp.nan)
 
 
 @one_program

@@ -20,7 +20,7 @@ import numpy as np
 from jaxseg._src import batching, binary64, checks
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
 from jaxseg._src.grounding import query_inputs, union_iou
-from jaxseg._src.numerics import count_ratio
+from jaxseg._src.numerics import count_ratio, divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys, key_order
 
@@ -86,11 +86,13 @@ def curve_from_recalled(recalled, num_targets, num_videos, total, pcn, at_index,
     """:class:`ProposalCurve` from recalled-target counts ``[T, J]`` (float ``dtype``)."""
     recall = count_ratio(recalled.astype(dtype), num_targets, jnp.nan)
     average = jnp.mean(recall, axis=0)
-    per_video = binary64.to_float(pcn, dtype) * (total.astype(dtype) / num_videos.astype(dtype))
+    proposals_per_video = divide(total.astype(dtype), num_videos.astype(dtype))
+    per_video = binary64.to_float(pcn, dtype) * proposals_per_video
     nominal = jnp.arange(1, STEPS + 1, dtype=dtype) / STEPS
     per_video = jnp.where(total > 0, per_video, jnp.nan * nominal)
     area = jnp.sum(jnp.diff(per_video) * (average[1:] + average[:-1]) / 2)
-    auc = jnp.where(total > 0, area / per_video[-1], jnp.where(num_targets > 0, 0.0, jnp.nan))
+    empty = jnp.where(num_targets > 0, 0.0, jnp.nan)
+    auc = jnp.where(total > 0, divide(area, per_video[-1]), empty)
     return ProposalCurve(recall, average, per_video, auc, average[jnp.asarray(at_index)])
 
 

@@ -645,7 +645,7 @@ def precision_recall_curve(
     index = lax.broadcasted_iota(jnp.int32, end.shape, 1)
     tp = cumulative_count(pos)
     precision = count_ratio(tp, index + 1)  # correctly rounded: see count_ratio
-    recall = safe_divide(tp.astype(jnp.float32), tp[..., -1:].astype(jnp.float32), jnp.nan)
+    recall = count_ratio(tp, tp[..., -1:], jnp.nan)  # one total per row: see count_ratio
     point = ranked.valid & (end == index)
     return PrecisionRecallCurve(
         *(x.reshape(shape) for x in (precision, recall, sorted_scores, point))

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from jaxseg._src import checks
-from jaxseg._src.numerics import count_ratio, pairwise_sum, safe_divide
+from jaxseg._src.numerics import count_ratio, divide, pairwise_sum, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import descending_keys
 
@@ -87,7 +87,7 @@ def reciprocal_rank_mean(counts):
     """
     cells = counts.shape[-1]
     rank = jnp.arange(cells, dtype=jnp.float32) / 2.0
-    reciprocal = jnp.where(jnp.arange(cells) < cells - 1, 1.0 / (rank + 1.0), 0.0)
+    reciprocal = jnp.where(jnp.arange(cells) < cells - 1, divide(jnp.float32(1.0), rank + 1.0), 0.0)
     total = pairwise_sum(counts * reciprocal.reshape((1,) * (counts.ndim - 1) + (cells,)))
     return safe_divide(total, pairwise_sum(counts), jnp.nan)
 

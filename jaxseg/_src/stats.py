@@ -22,7 +22,7 @@ from jax.scipy.special import ndtr, ndtri
 
 from jaxseg._src import checks
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.numerics import FULL_PRECISION, _mul_wide, safe_divide
+from jaxseg._src.numerics import FULL_PRECISION, _mul_wide, divide, safe_divide
 from jaxseg._src.programs import one_program
 
 MetricFn = Callable[[Any, jax.Array], Any]
@@ -483,7 +483,7 @@ def _p_value(observed, null, alternative):
     else:
         extreme = null <= observed + tolerance
     b = null.shape[0]
-    p = (1.0 + jnp.sum(extreme, axis=0, dtype=jnp.float32)) / (b + 1.0)
+    p = divide(1.0 + jnp.sum(extreme, axis=0, dtype=jnp.float32), jnp.float32(b + 1.0))
     undefined = jnp.isnan(observed[0]) | jnp.any(jnp.isnan(null), axis=0)
     return jnp.where(undefined, jnp.nan, p)
 

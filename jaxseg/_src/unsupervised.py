@@ -40,7 +40,7 @@ from jaxseg._src.assignment import compact as compact_labels
 from jaxseg._src.assignment import float_dtype, match_block
 from jaxseg._src.batching import lift
 from jaxseg._src.frame import sum_over_runs
-from jaxseg._src.numerics import running_sum, safe_divide
+from jaxseg._src.numerics import divide, running_sum, safe_divide
 from jaxseg._src.programs import one_program
 
 F1_EPS = 1e-8  # the references' epsilon in F1 = 2PR / (P + R + eps)
@@ -250,7 +250,7 @@ def _f1(correct, predicted_total, true_total, recall_eps=0.0):
     """The references' ``2PR / (P + R + 1e-8)``; NaN where a denominator is 0."""
     precision = safe_divide(correct, predicted_total, jnp.nan)
     recall = safe_divide(correct, true_total + recall_eps, jnp.nan)
-    return precision, recall, 2 * precision * recall / (precision + recall + F1_EPS)
+    return precision, recall, divide(2 * precision * recall, precision + recall + F1_EPS)
 
 
 def _videos(mask):
