@@ -1,16 +1,16 @@
 """Benchmark: jaxseg's backend dispatches, the branch this backend runs against the other one.
 
 A few kernels choose their formulation by backend with ``lax.platform_dependent``: on CPU
-sorts of one packed word and running sums by blocked windows or matrix products, elsewhere
-sorts of pairs and ``jnp.cumsum``. This script runs the public calls that reach them twice,
-as shipped and with every dispatch forced to the branch this backend does not take, checks
-that both give the same bits, and times both: the measurement behind each choice, on the
-backend at hand (CPU here, a GPU through ``benchmarks/accelerator.sh``).
+sorts of one packed word and running sums by matrix products, elsewhere sorts of pairs and
+``jnp.cumsum``. This script runs the public calls that reach them twice, as shipped and with
+every dispatch forced to the branch this backend does not take, checks that both give the
+same bits, and times both: the measurement behind each choice, on the backend at hand (CPU
+here, a GPU through ``benchmarks/accelerator.sh``).
 
-Run: ``python benchmarks/dispatch.py [--repeats N] [--rounds R]``. The inputs of the pure
-functions are put on the device first, so that the times are the programs'; the Evaluator
-takes the padded numpy arrays, as a user gives them. Each round compiles both variants afresh
-(``jax.clear_caches``), shipped first, and times the first call and the median of N calls.
+Run: ``python benchmarks/dispatch.py [--repeats N] [--rounds R] [--cases NAME ...]``. The
+inputs are put on the device first, so that the times are the programs'. Each round compiles
+both variants afresh (``jax.clear_caches``), shipped first, and times the first call and the
+median of N calls.
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ import numpy as np
 from _data import breakfast_like, machine_summary, pad
 from ranking import frames_data
 
-import jaxseg
 from jaxseg import metrics, segments
 
-OVERLAPS = (0.1, 0.25, 0.5)
 # Dispatches for correct results, not speed: numerics.divide rounds float32 quotients itself
 # where the backend's division is not IEEE 754's.
 CORRECTNESS = {"divide"}
@@ -58,24 +56,6 @@ def other_branch(sites=None):
         jax.lax.platform_dependent = shipped
 
 
-def segmentation_case():
-    """accuracy + edit_score + segmental_counts at defaults, Breakfast-shaped, as
-    ``benchmarks/segmentation.py`` calls them (windowed running sums of word popcounts)."""
-    targets, predictions = breakfast_like()
-    padded_t, lengths = pad(targets)
-    padded_p, _ = pad(predictions)
-
-    def fn(t, p, lengths):
-        m = segments.lengths_to_mask(lengths, t.shape[-1])
-        return (
-            metrics.accuracy(t, p, mask=m),
-            metrics.edit_score(t, p, mask=m),
-            metrics.segmental_counts(t, p, mask=m, iou_thresholds=OVERLAPS),
-        )
-
-    return "accuracy + edit + F1 counts, 1712 x 6000", fn, (padded_t, padded_p, lengths)
-
-
 def ranking_case():
     """Per-frame mAP of 200,000 x 21 (stable orders, the ranking's sorts, running counts)."""
     targets, scores = frames_data(200_000, 21)
@@ -84,40 +64,27 @@ def ranking_case():
 
 
 def hungarian_case():
-    """CTE's global Hungarian scores without F1 (running sums of packed flags)."""
+    """CTE's global Hungarian scores at default arguments (running sums of packed flags)."""
     targets, predictions = breakfast_like()
     padded_t, lengths = pad(targets)
     padded_p, _ = pad(predictions)
 
     def fn(t, p, lengths):
         m = segments.lengths_to_mask(lengths, t.shape[-1])
-        options = dict(num_classes=48, num_clusters=48, mask=m, f1=False)
+        options = dict(num_classes=48, num_clusters=48, mask=m)
         return metrics.global_hungarian_scores(t, p, **options)
 
-    return "global Hungarian, f1=False, 1712 x 6000", fn, (padded_t, padded_p, lengths)
+    return "global Hungarian (MoF, IoU, F1), 1712 x 6000", fn, (padded_t, padded_p, lengths)
 
 
-def evaluator_case():
-    """``Evaluator.add`` + ``get`` of the Breakfast-shaped set from padded arrays and lengths,
-    host work included (segment tables from windowed running sums)."""
-    targets, predictions = breakfast_like()
-    padded_t, lengths = jaxseg.io.pad_videos(targets)
-    padded_p, _ = jaxseg.io.pad_videos(predictions)
-
-    def fn(t, p, lengths):
-        evaluator = jaxseg.Evaluator(iou_thresholds=OVERLAPS)
-        evaluator.add(t, p, lengths=lengths)
-        return evaluator.get()
-
-    return "Evaluator.add + get, 1712 x 6000", fn, (padded_t, padded_p, lengths)
+CASES = {"ranking": ranking_case, "hungarian": hungarian_case}
 
 
 def timed(fn, args, repeats):
-    """(first call s, median warm call s, outputs as numpy) of ``fn`` (under ``jax.jit``
-    unless its arguments are host arrays), compiled afresh."""
+    """(first call s, median warm call s, outputs as numpy) of ``jax.jit(fn)``, compiled
+    afresh."""
     jax.clear_caches()
-    on_host = isinstance(args[0], np.ndarray)
-    call = fn if on_host else jax.jit(fn)
+    call = jax.jit(fn)
     start = time.perf_counter()
     out = jax.block_until_ready(call(*args))
     first = time.perf_counter() - start
@@ -126,13 +93,14 @@ def timed(fn, args, repeats):
         start = time.perf_counter()
         jax.block_until_ready(call(*args))
         warm.append(time.perf_counter() - start)
-    return first, float(np.median(warm)), jax.tree.map(np.asarray, out)
+    return first, float(np.median(warm)) if warm else np.nan, jax.tree.map(np.asarray, out)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     args = parser.parse_args()
     print(machine_summary())
     other = "default" if jax.default_backend() == "cpu" else "cpu"
@@ -141,10 +109,9 @@ def main():
         "| first calls (s) |"
     )
     print("|---|---|---|---|---|---|")
-    for make in (segmentation_case, evaluator_case, ranking_case, hungarian_case):
+    for make in (CASES[name] for name in args.cases):
         name, fn, host_args = make()
-        on_host = make is evaluator_case  # the Evaluator takes numpy arrays
-        device_args = host_args if on_host else jax.device_put(host_args)
+        device_args = jax.device_put(host_args)
         with other_branch() as seen:
             timed(fn, device_args, 0)
         for sites in [None] + ([{s} for s in sorted(seen)] if len(seen) > 1 else []):

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from jaxseg import segments as jseg
 from jaxseg._src import segments as packing
-from jaxseg._src.numerics import windowed_running_sum
 
 BATCH, T_MAX, SMALL = 16, 3000, 16
 
@@ -275,14 +274,6 @@ def test_bits_before_counts_the_earlier_set_bits(n_words):
     frames = np.arange(32 * n_words + 1, dtype=np.int32)
     want = np.concatenate([[0], np.cumsum(flags)])
     np.testing.assert_array_equal(bits_before(index_bits(words), frames), want)
-
-
-@pytest.mark.parametrize("n", [1, 15, 16, 17, 188, 300, 5000])
-def test_windowed_running_sum_equals_cumsum(n):
-    # Blocks of 16, and blocks of blocks past 256 entries.
-    x = np.random.default_rng(n).integers(0, 33, (3, n)).astype(np.int32)
-    got = jax.jit(windowed_running_sum)(x)
-    np.testing.assert_array_equal(got, np.cumsum(x, axis=-1))
 
 
 @pytest.mark.parametrize("step", [4, 1 << 14])

@@ -6,7 +6,6 @@ import jax.numpy as jnp
 from jax import lax
 
 _BLOCK = 64  # entries summed by one triangular matrix product
-_WINDOW = 16  # entries summed by one windowed reduction
 _EXACT_FLOAT32 = 1 << 24  # float32 holds every integer below this
 _INT32_LIMIT = 1 << 31
 # Float matrix products ask for it: at the default precision XLA:GPU may round float32
@@ -15,7 +14,8 @@ FULL_PRECISION = lax.Precision.HIGHEST
 
 
 def safe_divide(numerator, denominator, fill=0.0):
-    """``numerator / denominator``, and ``fill`` where the denominator is 0.
+    """``numerator / denominator`` as :func:`divide` rounds it, and ``fill`` where the
+    denominator is 0.
 
     Uses the double-``where`` pattern so that the gradient is finite everywhere, including
     where the denominator is 0.
@@ -36,7 +36,8 @@ def divide(numerator, denominator):
     """``numerator / denominator`` rounded to nearest (ties to even) on every backend, with
     the gradient of ``/``.
 
-    XLA:CPU divides float32 as IEEE 754 asks. XLA:GPU lowers a float32 division to PTX's
+    XLA:CPU divides float32 as IEEE 754 asks (but for a denominator shared by many
+    quotients: see :func:`count_ratio`). XLA:GPU lowers a float32 division to PTX's
     ``div.full.f32``, within 2 ulp (on an H200, 5 / 6 read 0.83333337 and 9 / 200 read
     0.044999998; openxla/xla#37181), so on other backends a float32 quotient is the one of
     :func:`rounded_quotient`. Other dtypes divide as XLA does (float64 as IEEE 754 on CPU
@@ -309,36 +310,6 @@ def _triangular_product(x):
     """Running sums of float32 rows by a matrix product with an upper triangle of ones."""
     upper = jnp.triu(jnp.ones((x.shape[-1], x.shape[-1]), x.dtype))
     return jnp.matmul(x, upper, precision=FULL_PRECISION)
-
-
-def _window_sum(x):
-    """Running sums of short int32 rows by a windowed reduction (one addition per entry
-    and earlier entry of the row)."""
-    n = x.shape[-1]
-    pad = [(0, 0)] * (x.ndim - 1) + [(n - 1, 0)]
-    window = (1,) * (x.ndim - 1) + (n,)
-    return lax.reduce_window(x, jnp.zeros((), x.dtype), lax.add, window, (1,) * x.ndim, pad)
-
-
-def windowed_running_sum(x):
-    """Inclusive running sum of int32 ``x`` along the last axis, exact: a windowed sum inside
-    blocks of 16, then the same over the block totals (16 additions per entry and level, in
-    a few kernels).
-
-    On CPU it beats a parallel prefix scan (eight levels, ~16 small kernels) for rows of a few
-    hundred entries, such as the ~200 words of a Breakfast-shaped video's frame flags, where
-    the scan in turn beat :func:`running_sum`'s matrix products; over the ~6,000 words of a
-    long AP row the matrix products were as fast or faster, so the ranking keeps them
-    (``benchmarks/README.md``, choices measured once).
-
-    Other backends run ``jnp.cumsum`` (the same integers).
-
-    >>> windowed_running_sum(jnp.array([1, 0, 3, 2], jnp.int32)).tolist()
-    [1, 1, 4, 6]
-    """
-    return lax.platform_dependent(
-        x, cpu=lambda x: _blocked_running_sum(x, _WINDOW, _window_sum), default=_cumsum
-    )
 
 
 def _cumsum(x):

@@ -19,7 +19,7 @@ from jax import lax
 
 from jaxseg._src import checks
 from jaxseg._src.batching import any_example, largest, lift
-from jaxseg._src.numerics import count_set_bits, popcount, windowed_running_sum
+from jaxseg._src.numerics import count_set_bits, popcount
 from jaxseg._src.programs import one_program
 
 WORD_BITS = 32
@@ -240,7 +240,7 @@ def index_bits(words) -> IndexedBits:
     """
     n_words = words.shape[-1]
     padding = -n_words % _search_block(n_words)
-    running = windowed_running_sum(popcount(words).astype(jnp.int32))
+    running = jnp.cumsum(popcount(words), axis=-1, dtype=jnp.int32)
     return IndexedBits(words, jnp.pad(running, (0, padding), constant_values=_NEVER))
 
 
