@@ -16,7 +16,7 @@ from jax import lax
 
 from jaxseg._src import batching, checks
 from jaxseg._src.deprecation import renamed_arguments
-from jaxseg._src.numerics import count_ratio, nanmean, safe_divide
+from jaxseg._src.numerics import count_ratio, divide, nanmean, safe_divide
 from jaxseg._src.programs import one_program
 from jaxseg._src.ranking import (
     ClassScores,
@@ -255,7 +255,7 @@ def class_average_precision(matches: Matches, *, num_classes, interpolation) -> 
             index = jnp.minimum(start[:num_classes, None] + first_reaching, max(n - 1, 0))
             picked = jnp.take_along_axis(envelope, index.T, axis=1).T if n else 0.0 * index
             values.append(jnp.where(reached, picked, 0.0))
-        ap = sum(values[1:], values[0]) / 11.0
+        ap = divide(sum(values[1:], values[0]), jnp.float32(11.0))
     return jnp.where(npos[:, None] > 0, ap, jnp.nan)
 
 

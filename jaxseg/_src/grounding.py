@@ -274,10 +274,10 @@ def _ranked_ap(hits, keep, num_positives, dtype):
     """All-point interpolated AP ``[T]`` of hits ``[P, T]`` in rank order (valid ones first)."""
     rank = jnp.arange(1, hits.shape[0] + 1, dtype=dtype)
     tp = jnp.cumsum(hits.astype(jnp.int32), axis=0).astype(dtype)
-    precision = jnp.where(keep[:, None], tp / rank[:, None], 0.0).T  # [T, P]
+    precision = jnp.where(keep[:, None], count_ratio(tp, rank[:, None]), 0.0).T  # [T, P]
     envelope = running_max(precision, reverse=True)
     total = fraction_sum(jnp.where(hits.T, envelope, 0.0))
-    return jnp.where(num_positives > 0, safe_divide(total, num_positives.astype(dtype)), jnp.nan)
+    return count_ratio(total, num_positives.astype(dtype), jnp.nan)  # one total: see count_ratio
 
 
 @one_program
