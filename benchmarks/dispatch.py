@@ -23,7 +23,7 @@ import time
 import jax
 import numpy as np
 from _data import breakfast_like, machine_summary, pad
-from ranking import frames_data
+from ranking import detection_data, frames_data
 
 from jaxseg import metrics, segments
 
@@ -77,7 +77,32 @@ def hungarian_case():
     return "global Hungarian (MoF, IoU, F1), 1712 x 6000", fn, (padded_t, padded_p, lengths)
 
 
-CASES = {"ranking": ranking_case, "hungarian": hungarian_case}
+def detection_case():
+    """ActivityNet detection mAP@0.5:0.95 of ``benchmarks/ranking.py``'s set (the stable
+    order of the predictions' scores)."""
+    thresholds = tuple(np.round(np.linspace(0.5, 0.95, 10), 2).tolist())
+    boxes, labels, target_mask, predicted, predicted_labels, scores, prediction_mask = (
+        detection_data(5000, 200, 100, 4)
+    )
+
+    def fn(boxes, labels, predicted, predicted_labels, scores, target_mask, prediction_mask):
+        return metrics.detection_average_precision(
+            boxes,
+            labels,
+            predicted,
+            predicted_labels,
+            scores,
+            num_classes=200,
+            iou_thresholds=thresholds,
+            target_mask=target_mask,
+            prediction_mask=prediction_mask,
+        ).mean
+
+    args = (boxes, labels, predicted, predicted_labels, scores, target_mask, prediction_mask)
+    return "detection mAP@0.5:0.95, 5000 videos x 100, 200 classes", fn, args
+
+
+CASES = {"ranking": ranking_case, "hungarian": hungarian_case, "detection": detection_case}
 
 
 def timed(fn, args, repeats):
