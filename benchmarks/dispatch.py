@@ -57,7 +57,7 @@ def other_branch(sites=None):
 
 
 def ranking_case():
-    """Per-frame mAP of 200,000 x 21 (stable orders, the ranking's sorts, running counts)."""
+    """Per-frame mAP of 200,000 x 21 (the ranking's sorts, running counts)."""
     targets, scores = frames_data(200_000, 21)
     fn = lambda t, s: metrics.mean_average_precision(t, s).per_class  # noqa: E731
     return "per-frame mAP, 200000 x 21", fn, (targets, scores)
