@@ -8,6 +8,9 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import jax
+import jax.numpy as jnp
+
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.programs import one_program
 
@@ -71,6 +74,28 @@ def _one_program(fn: Callable) -> Callable:
         return renamed_arguments(**renames)(_one_program(fn.__wrapped__))
     key = _key(fn)
     return one_program(fn if key is None else _SameCode(fn, key))
+
+
+def check_same_states(a, b) -> None:
+    """Raises ``ValueError`` unless ``a`` and ``b`` have the same fields and shapes, as two
+    states of one accumulator do (a sum of others would broadcast, silently)."""
+
+    def fields(state):
+        leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+        return {jax.tree_util.keystr(p, simple=True, separator="."): x for p, x in leaves}
+
+    fields_a, fields_b = fields(a), fields(b)
+    for field in sorted(fields_a.keys() ^ fields_b.keys()):
+        has, lacks = ("a", "b") if field in fields_a else ("b", "a")
+        raise ValueError(
+            f"merge takes two states of one accumulator, got {has}.{field}, which {lacks} lacks."
+        )
+    for field, x in fields_a.items():
+        if jnp.shape(x) != jnp.shape(fields_b[field]):
+            raise ValueError(
+                f"merge takes two states of one accumulator, got a.{field} of shape "
+                f"{jnp.shape(x)} and b.{field} of shape {jnp.shape(fields_b[field])}."
+            )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

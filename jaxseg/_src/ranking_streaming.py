@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks, counting
-from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.accumulator import Accumulator, check_same_states
 from jaxseg._src.dense import confusion_matrices
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
@@ -45,7 +45,6 @@ from jaxseg._src.ranking import (
 )
 from jaxseg._src.retrieval import TIES, doubled_ranks, reciprocal_rank_mean, retrieval_ranks
 from jaxseg._src.streaming_segmentation import (
-    check_same_states,
     class_scores,
     merge_states,
     pooled_accuracy,

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxseg._src import checks, counting
-from jaxseg._src.accumulator import Accumulator
+from jaxseg._src.accumulator import Accumulator, check_same_states
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.edit import edit_score_from_distance
 from jaxseg._src.frame import (
@@ -55,28 +55,6 @@ class SegmentationState(NamedTuple):
     fn: counting.Count
     overflow: counting.Count
     frame: FrameState | None
-
-
-def check_same_states(a, b) -> None:
-    """Raises ``ValueError`` unless ``a`` and ``b`` have the same fields and shapes, as two
-    states of one accumulator do (a sum of others would broadcast, silently)."""
-
-    def fields(state):
-        leaves = jax.tree_util.tree_flatten_with_path(state)[0]
-        return {jax.tree_util.keystr(p, simple=True, separator="."): x for p, x in leaves}
-
-    fields_a, fields_b = fields(a), fields(b)
-    for field in sorted(fields_a.keys() ^ fields_b.keys()):
-        has, lacks = ("a", "b") if field in fields_a else ("b", "a")
-        raise ValueError(
-            f"merge takes two states of one accumulator, got {has}.{field}, which {lacks} lacks."
-        )
-    for field, x in fields_a.items():
-        if jnp.shape(x) != jnp.shape(fields_b[field]):
-            raise ValueError(
-                f"merge takes two states of one accumulator, got a.{field} of shape "
-                f"{jnp.shape(x)} and b.{field} of shape {jnp.shape(fields_b[field])}."
-            )
 
 
 def merge_states(a, b):
