@@ -161,6 +161,15 @@ def test_frame_ap_binned_is_exact_on_the_grid():
         S.frame_average_precision(num_classes=5)
 
 
+@pytest.mark.parametrize("interpolation", ["11point", "all_point"])
+def test_frame_ap_binned_refuses_an_interpolation_it_does_not_compute(interpolation):
+    """The binned mode computes the step AP: asked for another interpolation, it returned the
+    step AP without a word."""
+    with pytest.raises(ValueError, match=f"interpolation='{interpolation}' needs the exact"):
+        S.frame_average_precision(num_classes=2, num_thresholds=8, interpolation=interpolation)
+    S.frame_average_precision(num_classes=2, capacity=8, interpolation=interpolation)
+
+
 def test_binned_modes_put_a_score_of_one_in_the_top_bin():
     """The docstrings said the scores were rounded down to multiples of 1 / B, which keeps
     1.0 apart from 0.95 (B = 10); a score of 1 falls in the top bin, as 0.9 does: a

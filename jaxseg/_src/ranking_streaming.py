@@ -505,7 +505,8 @@ def frame_average_precision(
         positive and a negative of different scores. A frame with a
         score outside [0, 1] or NaN (logits) has no bin: ``overflow`` counts it, and every
         result is NaN.
-      interpolation: static AP interpolation in exact mode (binned mode is ``"step"``).
+      interpolation: static AP interpolation; the binned mode takes only ``"step"`` (another
+        raises ``ValueError``).
 
     >>> acc = frame_average_precision(num_classes=1, capacity=8)
     >>> state = acc.update(acc.init(), jnp.array([[1], [0], [1]]), jnp.array([[.9], [.8], [.7]]))
@@ -515,6 +516,11 @@ def frame_average_precision(
     num_classes = checks.static_int("num_classes", num_classes, minimum=1)
     capacity, num_thresholds = _one_of(capacity, num_thresholds)
     interpolation = checks.static_choice("interpolation", interpolation, INTERPOLATIONS)
+    if capacity is None and interpolation != "step":
+        raise ValueError(
+            f"interpolation={interpolation!r} needs the exact mode (capacity=): the binned mode "
+            f"(num_thresholds={num_thresholds}) computes the step AP, interpolation='step'."
+        )
     _, ambiguous, scored = scored_classes(num_classes, background, ambiguous)
     if capacity is None:
         init, add, merge, compute = _frame_histogram(num_classes, num_thresholds, scored)
