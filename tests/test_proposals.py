@@ -272,8 +272,9 @@ def test_streaming_proposals_is_split_invariant_and_equals_the_metric(golden, cf
         np.testing.assert_allclose(
             np.asarray(result[name]), np.asarray(getattr(curve, name)), atol=1e-6, rtol=1e-6
         )
-    with pytest.raises(ValueError, match="capacity"):
-        streaming.proposals(capacity=10).update(acc.init(), *arrays)
+    small = streaming.proposals(capacity=10)
+    with pytest.raises(ValueError, match="more than capacity=10"):
+        small.update(small.init(), *arrays)
 
 
 def test_a_large_max_average_proposals_keeps_its_budgets_exact():

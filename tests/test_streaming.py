@@ -163,15 +163,34 @@ def test_merge_refuses_states_of_different_accumulators():
     one = streaming.segmentation(iou_thresholds=(0.5,))
     two = streaming.segmentation(iou_thresholds=(0.5, 0.75))
     state = one.update(one.init(), np.array([[1, 1, 2]]), np.array([[1, 1, 2]]))
-    shapes = r"a\.tp\.high of shape \(1,\) and b\.tp\.high of shape \(2,\)"
+    shapes = r"merge's b is .* its tp\.high has shape \(2,\), this accumulator's \(1,\)"
     with pytest.raises(ValueError, match=shapes):
         one.merge(state, two.init())
     framed = streaming.segmentation(iou_thresholds=(0.5,), num_classes=3)
-    with pytest.raises(ValueError, match=r"b\.frame\.confusion\.high, which a lacks"):
+    with pytest.raises(ValueError, match=r"b .* has a field frame\.confusion\.high, which"):
         one.merge(one.init(), framed.init())
+    with pytest.raises(ValueError, match=r"merge's a .* lacks the field frame\.confusion\.high"):
+        framed.merge(one.init(), framed.init())
     buffers = [streaming.frame_average_precision(num_classes=c, capacity=4) for c in (1, 2)]
-    with pytest.raises(ValueError, match=r"a\.targets of shape"):
+    with pytest.raises(ValueError, match=r"merge's b .* its targets has shape"):
         buffers[0].merge(buffers[0].init(), buffers[1].init())
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_update_and_compute_refuse_a_state_of_another_accumulator(traced):
+    """A state of 3 classes given to the accumulator of 2: ``compute`` returned the 3-class
+    numbers as the 2-class accumulator's, ``update`` added into it, both silently."""
+    two, three = (streaming.frame_metrics(num_classes=c) for c in (2, 3))
+    labels = np.array([[0, 1, 1]])
+    state = three.update(three.init(), labels, labels)
+    update, compute = (jax.jit(f) if traced else f for f in (two.update, two.compute))
+    with pytest.raises(ValueError, match=r"compute's state .* shape \(3, 3\), .* \(2, 2\)"):
+        compute(state)
+    with pytest.raises(ValueError, match=r"update's state is a state of another accumulator"):
+        update(state, labels, labels)
+    np.testing.assert_array_equal(
+        compute(update(two.init(), labels, labels))["confusion"], [[1, 0], [0, 2]]
+    )
 
 
 def test_updates_of_different_batch_shapes_agree():

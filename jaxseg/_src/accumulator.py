@@ -10,6 +10,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.programs import one_program
@@ -76,26 +77,55 @@ def _one_program(fn: Callable) -> Callable:
     return one_program(fn if key is None else _SameCode(fn, key))
 
 
-def check_same_states(a, b) -> None:
-    """Raises ``ValueError`` unless ``a`` and ``b`` have the same fields and shapes, as two
-    states of one accumulator do (a sum of others would broadcast, silently)."""
+def _fields(state) -> dict[str, tuple[int, ...]]:
+    """The shape of each array of ``state``, by its path (``tp.high``)."""
+    leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    return {jax.tree_util.keystr(p, simple=True, separator="."): jnp.shape(x) for p, x in leaves}
 
-    def fields(state):
-        leaves = jax.tree_util.tree_flatten_with_path(state)[0]
-        return {jax.tree_util.keystr(p, simple=True, separator="."): x for p, x in leaves}
 
-    fields_a, fields_b = fields(a), fields(b)
-    for field in sorted(fields_a.keys() ^ fields_b.keys()):
-        has, lacks = ("a", "b") if field in fields_a else ("b", "a")
+def check_state(state, expected, name: str) -> None:
+    """Raises ``ValueError`` unless ``state`` has the fields and shapes of ``expected`` (the
+    shapes ``init()`` gives), as every state of one accumulator does: a state of another
+    accumulator (other classes, thresholds or capacity) was added with broadcasting, or read
+    with the other's sizes, silently.
+
+    Args:
+      state: the state given to ``update``, ``merge`` or ``compute`` (arrays or tracers).
+      expected: ``jax.eval_shape(init)``.
+      name: how the message names the state, e.g. ``"merge's b"``.
+    """
+    got, want = _fields(state), _fields(expected)
+    for field in sorted(got.keys() ^ want.keys()):
         raise ValueError(
-            f"merge takes two states of one accumulator, got {has}.{field}, which {lacks} lacks."
-        )
-    for field, x in fields_a.items():
-        if jnp.shape(x) != jnp.shape(fields_b[field]):
-            raise ValueError(
-                f"merge takes two states of one accumulator, got a.{field} of shape "
-                f"{jnp.shape(x)} and b.{field} of shape {jnp.shape(fields_b[field])}."
+            f"{name} is a state of another accumulator: "
+            + (
+                f"it has a field {field}, which this accumulator's states lack."
+                if field in got
+                else f"it lacks the field {field} of this accumulator's states."
             )
+        )
+    for field, shape in got.items():
+        if shape != want[field]:
+            raise ValueError(
+                f"{name} is a state of another accumulator: its {field} has shape {shape}, "
+                f"this accumulator's {want[field]}."
+            )
+
+
+def _checking_states(fn: Callable, names: tuple[str, ...], expected: Callable) -> Callable:
+    """``fn`` that first checks its leading positional arguments, states named ``names``,
+    against ``expected()`` (:func:`check_state`); a check at trace time inside ``jax.jit``."""
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        shapes, treedef, leaf_shapes = expected()
+        for name, state in zip(names, args):
+            leaves, structure = jax.tree_util.tree_flatten(state)
+            if structure != treedef or [np.shape(x) for x in leaves] != leaf_shapes:
+                check_state(state, shapes, name)
+        return fn(*args, **kwargs)
+
+    return checked
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -109,6 +139,9 @@ class Accumulator:
     is the buffer of ``capacity=`` in ``frame_average_precision`` and ``detection``: ``merge``
     concatenates buffers, which ``psum`` would add entry by entry, so gather such states
     across devices and ``merge`` them.
+
+    ``update``, ``merge`` and ``compute`` raise ``ValueError`` for a state whose fields or
+    shapes are not those of ``init()`` (a state of another accumulator, which would broadcast).
 
     Called outside ``jax.jit``, ``update``, ``merge`` and ``compute`` each run as one compiled
     program per shape and static arguments (shared by accumulators built with the same
@@ -127,8 +160,19 @@ class Accumulator:
 
     def __post_init__(self):
         object.__setattr__(self, "_functions", (self.init, self.update, self.merge, self.compute))
-        for name in ("update", "merge", "compute"):
-            object.__setattr__(self, name, _one_program(getattr(self, name)))
+        states = {"update": ("update's state",), "merge": ("merge's a", "merge's b")}
+        states["compute"] = ("compute's state",)
+        for name, names in states.items():
+            program = _one_program(getattr(self, name))
+            object.__setattr__(self, name, _checking_states(program, names, self._state_shapes))
+
+    def _state_shapes(self):
+        """``jax.eval_shape(init)``, its tree structure and its leaves' shapes, found once."""
+        if "_shapes" not in self.__dict__:
+            shapes = jax.eval_shape(self.init)
+            leaves, treedef = jax.tree_util.tree_flatten(shapes)
+            object.__setattr__(self, "_shapes", (shapes, treedef, [x.shape for x in leaves]))
+        return self._shapes
 
     def __iter__(self) -> Iterator[Callable]:
         return iter((self.init, self.update, self.merge, self.compute))

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxseg._src import checks, counting
-from jaxseg._src.accumulator import Accumulator, check_same_states
+from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.dense import confusion_matrices
 from jaxseg._src.deprecation import renamed_arguments
 from jaxseg._src.detection import (
@@ -322,7 +322,6 @@ def _append(buffers, stored, rows, valid):
 
 
 def _merge_buffers(a: FrameBufferState, b: FrameBufferState) -> FrameBufferState:
-    check_same_states(a, b)
     valid = jnp.arange(b.targets.shape[0], dtype=jnp.int32) < b.stored
     (targets, scores), stored = _append(
         (a.targets, a.scores), a.stored, (b.targets, b.scores), valid
@@ -611,7 +610,6 @@ def _detection_buffer(num_classes, num_k, capacity, interpolation):
         return _append_matches(state, matches[:3], valid, seen, num_positives)
 
     def merge(a, b):
-        check_same_states(a, b)
         seen = counting.merge(a.seen, b.seen)
         num_positives = counting.merge(a.num_positives, b.num_positives)
         rows = (b.labels, b.scores, b.true_positive)
