@@ -306,31 +306,27 @@ def test_soft_levenshtein_ignore_index_and_symbols_outside_the_classes():
     assert np.all(np.isnan(traced))
 
 
-def test_gamma_per_sequence_broadcasts_over_the_batch_and_bad_gammas_name_gamma():
+@pytest.mark.parametrize("loss", [losses.soft_edit_loss, losses.soft_levenshtein])
+def test_gamma_per_sequence_broadcasts_over_the_batch_and_bad_gammas_name_gamma(loss):
     """A gamma of shape [2, 1] or [3] on a [2, 3] batch raised JAX's broadcasting errors, and
     gamma=None 'None is not a valid value for jnp.array', naming nothing; a gamma broadcast to
-    the batch is one temperature per sequence, as a [B] gamma already was for a [B] batch."""
+    the batch is one temperature per sequence, as a [B] gamma already was for a [B] batch
+    (soft_levenshtein took a scalar only)."""
     rng = np.random.default_rng(0)
     logits = rng.normal(0, 2, (2, 3, 6, 3)).astype(np.float32)
     labels = rng.integers(0, 3, (2, 3, 6))
     for gamma in (np.array([[0.1], [0.3]]), np.array([0.1, 0.2, 0.3])):
-        got = losses.soft_edit_loss(logits, labels, gamma=jnp.asarray(gamma, jnp.float32))
+        got = loss(logits, labels, gamma=jnp.asarray(gamma, jnp.float32))
         each = np.broadcast_to(gamma, (2, 3))
         want = [
-            [
-                float(losses.soft_edit_loss(logits[i, j], labels[i, j], gamma=float(each[i, j])))
-                for j in range(3)
-            ]
+            [float(loss(logits[i, j], labels[i, j], gamma=float(each[i, j]))) for j in range(3)]
             for i in range(2)
         ]
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
-    for loss in (losses.soft_edit_loss, losses.soft_levenshtein):
-        for bad, error in ((None, TypeError), ("0.1", TypeError), (True, TypeError)):
-            with pytest.raises(error, match="gamma"):
-                loss(logits, labels, gamma=bad)
-        with pytest.raises(ValueError, match="gamma must be > 0"):
-            loss(logits, labels, gamma=-0.1)
+    for bad, error in ((None, TypeError), ("0.1", TypeError), (True, TypeError)):
+        with pytest.raises(error, match="gamma"):
+            loss(logits, labels, gamma=bad)
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        loss(logits, labels, gamma=-0.1)
     with pytest.raises(ValueError, match=r"gamma must be a scalar or broadcastable to \(2, 3\)"):
-        losses.soft_edit_loss(logits, labels, gamma=jnp.ones(2))
-    with pytest.raises(ValueError, match=r"gamma must be a scalar, got shape \(3,\)"):
-        losses.soft_levenshtein(logits, labels, gamma=jnp.ones(3))
+        loss(logits, labels, gamma=jnp.ones(2))

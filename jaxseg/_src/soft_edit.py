@@ -276,8 +276,8 @@ def soft_levenshtein(
       labels: integer ``[..., M]`` target symbols in ``[0, C)``.
       mask: optional bool ``[..., N]``, True = a valid predicted symbol.
       label_mask: optional bool ``[..., M]``, True = a valid target symbol.
-      gamma: float scalar > 0, the temperature (a concrete value <= 0 raises ``ValueError``;
-        it may be traced). Default 0.1.
+      gamma: float > 0, scalar or ``[...]`` (one temperature per sequence): the temperature
+        (a concrete value <= 0 raises ``ValueError``; it may be traced). Default 0.1.
       backward: ``"custom"`` (expected-alignment backward pass) or ``"autodiff"``; both
         have forward-mode (``jax.jvp``, ``jax.jacfwd``) and second derivatives.
       ignore_index: optional static int: target symbols equal to it are removed like masked
@@ -314,12 +314,12 @@ def soft_levenshtein(
         labels, label_mask, logits.shape[-1], ignore_index=ignore_index
     )
     backward = checks.static_choice("backward", backward, ("custom", "autodiff"))
-    gamma = jnp.asarray(temperature(gamma, ()), compute_dtype(logits))
+    gamma = temperature(gamma, labels.shape[:-1]).astype(compute_dtype(logits))
 
-    def one(x, y, valid, label_valid):
+    def one(x, y, valid, label_valid, g):
         return _soft_levenshtein_one(
-            probabilities(x), y, valid, label_valid, gamma=gamma, backward=backward
+            probabilities(x), y, valid, label_valid, gamma=g, backward=backward
         )
 
-    distance = lift(one, (logits, labels, mask, label_mask), (2, 1, 1, 1))
+    distance = lift(one, (logits, labels, mask, label_mask, gamma), (2, 1, 1, 1, 0))
     return nan_where_invalid(distance, invalid)
