@@ -83,7 +83,7 @@ def _fields(state) -> dict[str, tuple[int, ...]]:
     return {jax.tree_util.keystr(p, simple=True, separator="."): jnp.shape(x) for p, x in leaves}
 
 
-def check_state(state, expected, name: str) -> None:
+def _check_state(state, expected, name: str) -> None:
     """Raises ``ValueError`` unless ``state`` has the fields and shapes of ``expected`` (the
     shapes ``init()`` gives), as every state of one accumulator does: a state of another
     accumulator (other classes, thresholds or capacity) was added with broadcasting, or read
@@ -114,7 +114,7 @@ def check_state(state, expected, name: str) -> None:
 
 def _checking_states(fn: Callable, names: tuple[str, ...], expected: Callable) -> Callable:
     """``fn`` that first checks its leading positional arguments, states named ``names``,
-    against ``expected()`` (:func:`check_state`); a check at trace time inside ``jax.jit``."""
+    against ``expected()`` (:func:`_check_state`); a check at trace time inside ``jax.jit``."""
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -122,7 +122,7 @@ def _checking_states(fn: Callable, names: tuple[str, ...], expected: Callable) -
         for name, state in zip(names, args):
             leaves, structure = jax.tree_util.tree_flatten(state)
             if structure != treedef or [np.shape(x) for x in leaves] != leaf_shapes:
-                check_state(state, shapes, name)
+                _check_state(state, shapes, name)
         return fn(*args, **kwargs)
 
     return checked
@@ -160,9 +160,11 @@ class Accumulator:
 
     def __post_init__(self):
         object.__setattr__(self, "_functions", (self.init, self.update, self.merge, self.compute))
-        states = {"update": ("update's state",), "merge": ("merge's a", "merge's b")}
-        states["compute"] = ("compute's state",)
-        for name, names in states.items():
+        for name, names in (
+            ("update", ("update's state",)),
+            ("merge", ("merge's a", "merge's b")),
+            ("compute", ("compute's state",)),
+        ):
             program = _one_program(getattr(self, name))
             object.__setattr__(self, name, _checking_states(program, names, self._state_shapes))
 
