@@ -8,6 +8,7 @@ Values are compared with the numpy oracle of ``tests/_reference.py``.
 from __future__ import annotations
 
 import math
+import os
 
 import _reference as ref
 import jax
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _jaxprs import compilations
+from _streaming_cases import grounding_cases, ranking_cases
 from _videos import CORRUPTIONS, VideoSpec, pad_batch, pad_rows
 from hypothesis import given
 from hypothesis import strategies as st
@@ -489,3 +491,59 @@ def test_ignore_index_counts_like_a_mask():
     frames = streaming.frame_metrics(num_classes=C, ignore_index=-100)
     frame_state = frames.update(frames.init(), padded, p)
     assert_same_state(frame_state, FRAME_UPDATE(FRAMES.init(), y, p, mask=m))
+
+
+def _compute_cases():
+    """``name: (accumulator, arrays [V, ...], keyword arrays)`` of every kind of state."""
+    batch = [
+        VideoSpec(12 + 3 * i, C, 4, 0.3, CORRUPTIONS[i % 7], 0.1, "holes", i) for i in range(B)
+    ]
+    y, p, m, _ = pad_batch(batch, T)
+    cases = {name: case[:3] for name, case in ranking_cases().items()}
+    cases |= grounding_cases()
+    cases["segmentation"] = (SEGMENTATION, (y, p), dict(mask=m))
+    cases["frame_metrics"] = (FRAMES, (y, p), dict(mask=m))
+    return cases
+
+
+# Under XLA:CPU's classic emitters (these tests' quick flags, tests/conftest.py) the
+# proposals' AUC of one state is 1 ulp from the vmapped one and from numpy's float32 value;
+# at XLA's default settings the two are equal. Not found: optimization barriers around the
+# curve's area, its terms and their inputs left it as it was.
+_CLASSIC_EMITTERS = "--xla_cpu_use_fusion_emitters=false" in os.environ.get("XLA_FLAGS", "")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.xfail(
+                name == "proposals" and _CLASSIC_EMITTERS,
+                reason="AUC 1 ulp off under XLA:CPU's classic emitters",
+                strict=True,
+            ),
+        )
+        for name in _compute_cases()
+    ],
+)
+def test_vmap_of_compute_gives_each_states_bits(name):
+    """``jax.vmap(compute)`` over stacked states equals ``compute`` of each: the binned frame
+    AP and CAP and the mAPs of grounding and highlight were 1 ulp off, their sums over bins
+    or thresholds ordered by XLA, differently for a batch of states (``pairwise_sum`` now)."""
+    acc, arrays, keywords = _compute_cases()[name]
+    parts = [slice(0, 3), slice(3, 7), slice(7, None)]
+    states = [
+        acc.update(
+            acc.init(),
+            *(x[part] for x in arrays),
+            **{k: None if v is None else v[part] for k, v in keywords.items()},
+        )
+        for part in parts
+    ]
+    batched = jax.vmap(acc.compute)(jax.tree.map(lambda *x: jnp.stack(x), *states))
+    for i, state in enumerate(states):
+        got = jax.tree.map(lambda x, i=i: np.asarray(x[i]), batched)
+        jax.tree.map(
+            np.testing.assert_array_equal, got, jax.tree.map(np.asarray, acc.compute(state))
+        )

@@ -31,7 +31,7 @@ from jaxseg._src.detection import (
     class_average_precision,
     match_detections,
 )
-from jaxseg._src.numerics import nanmean, safe_divide
+from jaxseg._src.numerics import divide, nanmean, pairwise_sum, safe_divide
 from jaxseg._src.ranking import (
     INTERPOLATIONS,
     ap_and_cap_rows,
@@ -243,7 +243,9 @@ def retrieval(
         queries = jnp.sum(counts)
 
         def mean(x):
-            return safe_divide(jnp.sum(jnp.where(counts > 0, counts * x, 0.0)), queries, jnp.nan)
+            return safe_divide(
+                pairwise_sum(jnp.where(counts > 0, counts * x, 0.0)), queries, jnp.nan
+            )
 
         median = _median(state.rank_histogram, rank)
         # k past num_items takes every item; capped, so that a k past int32 is no OverflowError
@@ -356,14 +358,14 @@ def _binned_curves(positives, negatives):
 def _binned_ap(positives, negatives):
     gained, tp, fp = _binned_curves(positives, negatives)
     precision = safe_divide(tp, tp + fp, 0.0)
-    return safe_divide(jnp.sum(gained * precision, axis=-1), tp[..., -1], jnp.nan)
+    return safe_divide(pairwise_sum(gained * precision), tp[..., -1], jnp.nan)
 
 
 def _binned_cap(positives, negatives):
     gained, tp, fp = _binned_curves(positives, negatives)
     num_pos, num_neg = tp[..., -1:], fp[..., -1:]
     cprec = safe_divide(tp * num_neg, tp * num_neg + fp * num_pos, 1.0)
-    return safe_divide(jnp.sum(gained * cprec, axis=-1), num_pos[..., 0], jnp.nan)
+    return safe_divide(pairwise_sum(gained * cprec), num_pos[..., 0], jnp.nan)
 
 
 def _frame_rows(targets, scores, mask, num_classes, ambiguous):
@@ -566,13 +568,14 @@ def _binned_detection_ap(tp_hist, fp_hist, npos, interpolation):
     recall = safe_divide(tp, npos, 0.0)
     if interpolation == "all_point":
         gained = jnp.diff(recall, axis=-1, prepend=jnp.zeros_like(recall[..., :1]))
-        ap = jnp.sum(gained * envelope, axis=-1)
+        ap = pairwise_sum(gained * envelope)
     else:
         values = []
         for tenth in range(11):
             reached = has_points & recall_reaches(tp, npos, tenth)
             values.append(jnp.max(jnp.where(reached, envelope, 0.0), axis=-1))
-        ap = sum(values[1:], values[0]) / 11.0
+        total = sum(values[1:], values[0])
+        ap = divide(total, jnp.asarray(11, total.dtype))
     return jnp.where(npos[..., 0] > 0, ap, jnp.nan)
 
 
