@@ -21,7 +21,7 @@ from jaxseg._src import checks, counting
 from jaxseg._src import grounding as grounding_metrics
 from jaxseg._src.accumulator import Accumulator
 from jaxseg._src.detection import ACTIVITYNET_THRESHOLDS
-from jaxseg._src.numerics import FULL_PRECISION, divide, pairwise_sum
+from jaxseg._src.numerics import FULL_PRECISION, nanmean
 from jaxseg._src.proposals import (
     _dataset_inputs,
     budgets,
@@ -42,12 +42,6 @@ def _ticks(values, valid):
 
 def _mean(total: counting.Count, count: counting.Count) -> jax.Array:
     return counting.ratio(total, count) / _ONE
-
-
-def _mean_over_last_axis(x: jax.Array) -> jax.Array:
-    """The mean over the last axis, the same bits for a state alone and under ``jax.vmap``
-    (``jnp.mean`` leaves the order of its additions to XLA, which differs between the two)."""
-    return divide(pairwise_sum(x), jnp.asarray(x.shape[-1], x.dtype))
 
 
 def _int32(count: counting.Count) -> jax.Array:
@@ -137,7 +131,7 @@ def grounding(
             "recall": counting.ratio(state.hits, queries),
             "miou": _mean(state.iou, queries),
             "map": per_threshold,
-            "map_mean": _mean_over_last_axis(per_threshold),
+            "map_mean": nanmean(per_threshold),
             "queries": counting.to_integer(queries),
         }
 
@@ -211,7 +205,7 @@ def highlight(*, min_scores: tuple[int, ...] = (2, 3, 4), num_annotators: int = 
         ap = _mean(state.ap, state.queries)
         return {
             "hit_at_1": _mean(state.hit, state.queries),
-            "map": _mean_over_last_axis(ap),
+            "map": nanmean(ap),
             "ap": ap,
             "queries": counting.to_integer(state.queries),
         }
