@@ -384,11 +384,12 @@ def static_unit_floats(name: str, values) -> tuple[float, ...]:
             f"{name} must be a number or a 1-D sequence of numbers in (0, 1], got shape "
             f"{values.shape}."
         )
+    expected = f"{name} must be a non-empty tuple of numbers in (0, 1]"
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name} must be a non-empty tuple of numbers in (0, 1], got {values!r}.")
+        raise ValueError(f"{expected}, got {values!r}.")
     values = tuple(static_float(name, v) for v in values)
     if not values or not all(0.0 < v <= 1.0 for v in values):
-        raise ValueError(f"{name} must be a non-empty tuple of numbers in (0, 1], got {values!r}.")
+        raise ValueError(f"{expected}, got {values!r}.")
     return values
 
 
