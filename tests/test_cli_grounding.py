@@ -97,6 +97,85 @@ def test_nlq_prints_the_reference_recalls_and_miou(tmp_path, capsys):
     assert summary["evaluated"] == 200 and summary["annotated_queries"] == 400
 
 
+def _intervals(out):
+    """The ``--confidence`` section of a JSON report: ``{metric: (value, low, high)}``."""
+    section = json.loads(out)["intervals"]
+    return {row["metric"]: (row["value"], row["low"], row["high"]) for row in section}
+
+
+def test_nlq_intervals_are_the_percentile_bootstrap_of_the_reference_per_query_values(
+    tmp_path, capsys
+):
+    import jax
+
+    from jaxseg.stats import resample_indices
+
+    data, arrays = _golden("grounding")
+    gt, pred = _write_nlq(tmp_path, arrays)
+    argv = ("grounding", gt, pred, "--format", "json", "--confidence", "0.9", "--samples", "500")
+    code, out, err = run(capsys, *argv, "--seed", "7")
+    assert code == 0, err
+    intervals = _intervals(out)
+    assert (
+        json.loads(out)["summary"] | {"confidence": 0.9, "samples": 500, "seed": 7}
+        == (json.loads(out)["summary"])
+    )
+    queries = len(arrays["exp_nlq_iou_top1"])
+    indices = np.asarray(resample_indices(jax.random.key(7), num_videos=queries, num_samples=500))
+    expected = data["expected"]["nlq"]
+    per_query = {"mIoU": arrays["exp_nlq_iou_top1"]}
+    for i, t in enumerate(expected["thresholds"]):
+        for j, k in enumerate(expected["topK"]):
+            per_query[f"R@{k} IoU>{t:g}"] = arrays["exp_nlq_hits"][i, j]
+    assert set(intervals) == set(per_query)
+    for name, values in per_query.items():
+        replicates = 100 * values[indices].mean(axis=1)
+        want = np.quantile(replicates, [0.05, 0.95])
+        np.testing.assert_allclose(intervals[name][1:], want, rtol=1e-5, err_msg=name)
+        assert intervals[name][1] <= intervals[name][0] <= intervals[name][2]
+    code, again, _ = run(capsys, *argv, "--seed", "7")
+    assert code == 0 and again == out
+    code, other, _ = run(capsys, *argv, "--seed", "8")
+    assert code == 0 and _intervals(other) != intervals
+
+
+def test_qvhighlights_intervals_name_every_reported_number(tmp_path, capsys):
+    data, _ = _golden("grounding")
+    gt = _jsonl(tmp_path / "gt.jsonl", data["raw_queries"]["ground_truth"])
+    sub = _jsonl(tmp_path / "sub.jsonl", data["raw_queries"]["submission"])
+    code, out, err = run(capsys, "grounding", gt, sub, "--format", "json", "--confidence", "0.95")
+    assert code == 0, err
+    intervals, brief = _intervals(out), json.loads(out)["summary"]["brief"]
+    ranges = ("full", "short", "middle", "long")
+    names = ("R1@0.5", "R1@0.7", "mAP@0.5", "mAP@0.75", "mAP")
+    assert set(intervals) == {f"MR-{r}-{n}" for r in ranges for n in names} | {
+        k for k in brief if k.startswith("HL-")
+    }
+    for name, (value, low, high) in intervals.items():
+        assert low <= value <= high and low < high, name
+        if name in brief:
+            assert value == brief[name], name
+    rows = {row["windows"]: row for row in json.loads(out)["moment_retrieval"]}
+    assert intervals["MR-short-R1@0.7"][0] == rows["short"]["R1@0.7"]
+
+
+def test_resampling_options_need_confidence(tmp_path, capsys):
+    _, arrays = _golden("grounding")
+    gt, pred = _write_nlq(tmp_path, arrays)
+    for option in ("--samples", "--seed"):
+        _check_error(
+            capsys, ["grounding", gt, pred, option, "3"], f"{option} goes with --confidence"
+        )
+    gt = _jsonl(tmp_path / "gt.jsonl", [{"qid": 1, "duration": 10, "relevant_windows": [[0, 4]]}])
+    sub = _jsonl(tmp_path / "sub.jsonl", [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]]}])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        code, out, err = run(capsys, "grounding", gt, sub, "--format", "json", "--confidence", ".9")
+    assert code == 0 and err == "", err
+    # one query: every replicate would be that query, so no interval
+    assert all(low is None and high is None for _, low, high in _intervals(out).values())
+
+
 @pytest.mark.parametrize("cfg", ["std", "var"])
 def test_proposals_print_the_reference_ar_and_auc(tmp_path, capsys, cfg):
     data, _ = _golden("proposals")
@@ -238,4 +317,20 @@ def test_nlq_entries_that_are_not_objects_are_named_as_such(tmp_path, capsys):
         ["grounding", nlq, pred],
         f"{nlq}: videos[0].clips[0].annotations[0].language_queries[0]: expected an object with "
         "'clip_start_sec' and 'clip_end_sec', got 'x'",
+    )
+
+
+def test_a_bootstrap_out_of_memory_names_samples(tmp_path, capsys, monkeypatch):
+    _, arrays = _golden("grounding")
+    gt, pred = _write_nlq(tmp_path, arrays)
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr("jaxseg._host.intervals.mean_intervals", exhausted)
+    _check_error(
+        capsys,
+        ["grounding", gt, pred, "--confidence", "0.9"],
+        "out of memory; evaluate fewer queries at once or fewer bootstrap replicates "
+        "(--samples, now 10,000), or on a machine with more memory",
     )

@@ -717,3 +717,46 @@ def test_weighted_sum_refuses_float_weights():
     """Cast to integer values' dtype, weights 0.5 and 0.5 summed 1 and 2 to 0."""
     with pytest.raises(TypeError, match="weights must be integer multiplicities"):
         stats.weighted_sum(jnp.array([1, 2]), jnp.array([0.5, 0.5]))
+
+
+def _numpy_percentile_interval(values, indices, confidence):
+    """The percentile interval of the mean of ``values [N]`` over the resamples ``indices
+    [B, N]``, in float64."""
+    replicates = values[indices].mean(axis=1)
+    alpha = 1 - confidence
+    return np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
+
+
+def test_mean_intervals_are_the_percentile_bootstrap_of_each_columns_mean():
+    from jaxseg._host.intervals import mean_intervals
+
+    rng = np.random.default_rng(0)
+    values = np.stack([rng.random(N), rng.integers(0, 2, N).astype(float)], axis=1)
+    kept = np.ones(values.shape, bool)
+    ends = mean_intervals(values, kept, values.mean(0), confidence=0.9, num_samples=S, seed=4)
+    indices = np.asarray(stats.resample_indices(jax.random.key(4), num_videos=N, num_samples=S))
+    for m in range(2):
+        want = _numpy_percentile_interval(values[:, m], indices, 0.9)
+        np.testing.assert_allclose(ends[m], want, rtol=1e-6)
+
+
+def test_mean_intervals_resample_only_the_kept_items_of_each_column():
+    from jaxseg._host.intervals import mean_intervals
+
+    rng = np.random.default_rng(1)
+    values = rng.random((N, 4))
+    kept = np.ones(values.shape, bool)
+    ones = rng.random(N) < 0.5
+    values[ones, 1], kept[:, 1] = 1.0, ones  # the mean of 1 over its kept items
+    kept[:, 2] = np.arange(N) < 2  # two items: every replicate mean lies between them
+    kept[:, 3] = np.arange(N) == 5  # one item: no interval
+    means = [v[k].mean() for v, k in zip(values.T, kept.T)]
+    ends = mean_intervals(values, kept, means, confidence=0.95, num_samples=S, seed=0)
+    assert ends[0, 0] < means[0] < ends[0, 1]
+    np.testing.assert_array_equal(ends[1], [1.0, 1.0])
+    assert values[:2, 2].min() <= ends[2, 0] <= ends[2, 1] <= values[:2, 2].max()
+    assert np.isnan(ends[3]).all()
+    nothing = mean_intervals(
+        values, ~np.ones_like(kept), means, confidence=0.9, num_samples=2, seed=0
+    )
+    assert np.isnan(nothing).all()

@@ -227,6 +227,34 @@ def _add_bootstrap_arguments(parser: argparse.ArgumentParser, *, resampled: bool
     )
 
 
+def _add_confidence_arguments(parser: argparse.ArgumentParser, items: str) -> None:
+    """``--confidence`` (intervals only when asked), ``--samples`` and ``--seed``, for a
+    command whose bootstrap resamples ``items`` ("videos", "queries")."""
+    parser.add_argument(
+        "--confidence",
+        type=_level,
+        metavar="LEVEL",
+        help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
+        f"{items}",
+    )
+    _add_bootstrap_arguments(parser, resampled=False)
+
+
+def check_resampling_options(args) -> None:
+    """Refuses ``--samples`` or ``--seed`` without ``--confidence``: nothing would read them."""
+    for value, name in ((args.samples, "--samples"), (args.seed, "--seed")):
+        if value is not None and args.confidence is None:
+            raise InputError(f"{name} goes with --confidence; without it, nothing would read it")
+
+
+def resampling(args) -> tuple[int, int]:
+    """``(num_samples, seed)`` of ``--samples`` and ``--seed``, their defaults where not given."""
+    return (
+        _SAMPLES if args.samples is None else args.samples,
+        _SEED if args.seed is None else args.seed,
+    )
+
+
 _CACHE_NOTE = (
     "Compiled programs are cached in $JAXSEG_CACHE_DIR (default ~/.cache/jaxseg; set it to an "
     "empty string to disable), so later runs skip compilation."
@@ -247,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate_command(commands)
     _add_compare_command(commands)
     cli_detection.add_parser(commands, _add_output_arguments)
-    cli_grounding.add_parser(commands, _add_output_arguments)
+    cli_grounding.add_parser(commands, _add_output_arguments, _add_confidence_arguments)
     return parser
 
 
@@ -284,13 +312,7 @@ def _add_evaluate_command(commands) -> None:
     )
     _add_segmentation_arguments(evaluate)
     _add_picture_arguments(evaluate)
-    evaluate.add_argument(
-        "--confidence",
-        type=_level,
-        metavar="LEVEL",
-        help="add percentile-bootstrap confidence intervals at LEVEL (e.g. 0.95), resampling "
-        "videos",
-    )
+    _add_confidence_arguments(evaluate, "videos")
     evaluate.add_argument(
         "--ci",
         type=_level,
@@ -299,7 +321,6 @@ def _add_evaluate_command(commands) -> None:
         replacement="--confidence",
         help=argparse.SUPPRESS,
     )
-    _add_bootstrap_arguments(evaluate, resampled=False)
     cli_unsupervised.add_arguments(evaluate)
     _add_output_arguments(evaluate)
 
@@ -649,12 +670,13 @@ def _confidence_intervals(evaluator, iou_thresholds, args):
     """Percentile-bootstrap intervals over videos of every reported metric (jaxseg.stats)."""
     from jaxseg.stats import segmentation_intervals
 
+    num_samples, seed = resampling(args)
     intervals = segmentation_intervals(
         evaluator.statistics(),
         iou_thresholds=iou_thresholds,
         confidence=args.confidence,
-        num_samples=_SAMPLES if args.samples is None else args.samples,
-        seed=_SEED if args.seed is None else args.seed,
+        num_samples=num_samples,
+        seed=seed,
     )
     return {**intervals, "confidence": args.confidence}
 
@@ -664,12 +686,11 @@ def _check_evaluate_options(args) -> None:
     needs = (
         (args.segments_per_video, "--segments-per-video", "--matching global"),
         (args.iou_divisor, "--iou-divisor", "--matching per-video"),
-        (args.samples if args.confidence is None else None, "--samples", "--confidence"),
-        (args.seed if args.confidence is None else None, "--seed", "--confidence"),
     )
     for value, name, needed in needs:
         if value is not None:
             raise InputError(f"{name} goes with {needed}; without it, nothing would read it")
+    check_resampling_options(args)
 
 
 def _greedy(args) -> str:
@@ -883,13 +904,12 @@ def run() -> None:
 def _out_of_memory(args: argparse.Namespace) -> str:
     """The out-of-memory error; where a bootstrap ran, it names ``--samples`` too (each
     replicate is kept: a billion of them exhaust the memory whatever the number of videos)."""
-    resampled = args.command == "compare" or (
-        args.command == "evaluate" and getattr(args, "confidence", None) is not None
-    )
-    fewer = "fewer videos at once (--split)"
-    if resampled:
-        samples = _SAMPLES if args.samples is None else args.samples
-        fewer += f" or fewer bootstrap replicates (--samples, now {samples:,})"
+    items = {"evaluate": "videos", "compare": "videos", "detection": "videos"}
+    fewer = f"fewer {items.get(args.command, 'queries')} at once"
+    if args.command in ("evaluate", "compare"):
+        fewer += " (--split)"
+    if getattr(args, "confidence", None) is not None:  # compare's has a default
+        fewer += f" or fewer bootstrap replicates (--samples, now {resampling(args)[0]:,})"
     return f"out of memory; evaluate {fewer}, or on a machine with more memory"
 
 

@@ -56,7 +56,7 @@ class ProposalGroup(NamedTuple):
     proposal_mask: np.ndarray  # bool [W, P]
 
 
-def add_parser(commands, add_output_arguments) -> None:
+def add_parser(commands, add_output_arguments, add_confidence_arguments) -> None:
     """Adds the ``grounding`` subcommand to the ``jaxseg`` parser."""
     parser = commands.add_parser(
         "grounding",
@@ -98,6 +98,7 @@ def add_parser(commands, add_output_arguments) -> None:
         metavar="K",
         help="NLQ: k of Recall@k (default 1 5)",
     )
+    add_confidence_arguments(parser, "queries")
     add_output_arguments(parser)
 
 
@@ -389,22 +390,50 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
             gt, pred, k=ks, iou_thresholds=thresholds, comparison="strict", prediction_mask=mask
         )
         iou = jax.jit(grounding_iou)(gt, pred, prediction_mask=mask)
-        recall, iou = np.asarray(recall).mean(axis=0), float(np.asarray(iou).mean())
+    recall, iou = np.asarray(recall), np.asarray(iou)  # [Q, T, K], [Q]
+    # a column per reported number, in the table's order
+    per_query = np.concatenate([recall.transpose(0, 2, 1).reshape(len(gt), -1), iou[:, None]], 1)
+    means = [*recall.mean(axis=0).T.reshape(-1), iou.mean()]
     columns = [f"R@{k} IoU>{t}" for k in ks for t in _threshold_texts(thresholds)]
-    values = [100 * recall[ti, ki] for ki in range(len(ks)) for ti in range(len(thresholds))]
-    section = reports.Section(
-        "nlq", "Ego4D NLQ (%)", ("name", *columns, "mIoU"), (("NLQ", *values, 100 * iou),)
-    )
+    values = [100 * m for m in means]
+    sections = [
+        reports.Section("nlq", "Ego4D NLQ (%)", ("name", *columns, "mIoU"), (("NLQ", *values),))
+    ]
     summary = {
         "evaluated": len(gt),
         "annotated_queries": total,
         "thresholds": list(thresholds),
         "top_k": list(ks),
-        **dict(zip(columns, values, strict=True)),
-        "mIoU": 100 * iou,
+        **dict(zip([*columns, "mIoU"], values, strict=True)),
     }
+    if args.confidence is not None:
+        kept = np.ones(per_query.shape, bool)
+        section, facts = _intervals(args, [*columns, "mIoU"], per_query, kept, values)
+        sections.append(section)
+        summary.update(facts)
     text = f"Evaluated: {len(gt)} / {total} instances (Ego4D NLQ, IoU > threshold)"
-    return reports.Report(text, summary, (section,))
+    return reports.Report(text, summary, tuple(sections))
+
+
+def _intervals(args, names, per_query, kept, reported) -> tuple[reports.Section, dict]:
+    """The section of ``--confidence`` intervals (%) of the ``reported`` percentages, the
+    means of the per-query values ``[Q, M]`` over their ``kept`` queries, and its facts for
+    JSON."""
+    from jaxseg._host.cli import resampling
+    from jaxseg._host.intervals import mean_intervals
+
+    num_samples, seed = resampling(args)
+    means = np.asarray(reported, np.float64) / 100
+    ends = 100 * mean_intervals(
+        per_query, kept, means, confidence=args.confidence, num_samples=num_samples, seed=seed
+    )
+    rows = tuple((n, r, low, high) for n, r, (low, high) in zip(names, reported, ends))
+    title = (
+        f"{100 * args.confidence:g}% percentile-bootstrap intervals over queries (%; none "
+        "where fewer than 2 queries)"
+    )
+    section = reports.Section("intervals", title, ("metric", "value", "low", "high"), rows)
+    return section, {"confidence": args.confidence, "samples": num_samples, "seed": seed}
 
 
 def _mr_rows(tables):
@@ -416,7 +445,7 @@ def _mr_rows(tables):
     r1 = jax.jit(grounding_recall, static_argnames=("k", "iou_thresholds", "comparison"))
     ap = jax.jit(moment_retrieval_average_precision, static_argnames=("iou_thresholds",))
     length = gt[..., 1] - gt[..., 0]
-    rows, brief = [], {}
+    rows, brief, columns = [], {}, []
     for name in ("full", *LENGTH_RANGES):
         mask = (
             gm
@@ -431,6 +460,11 @@ def _mr_rows(tables):
         kept = mask.any(axis=1)
         r, a = 100 * _mean_of_kept(hits, kept), 100 * _mean_of_kept(aps, kept)
         rows.append((name, int(kept.sum()), r[0], r[4], a[0], a[5], a.mean()))
+        per_query = (hits[:, 0], hits[:, 4], aps[:, 0], aps[:, 5], aps.mean(axis=1))
+        names = ("R1@0.5", "R1@0.7", "mAP@0.5", "mAP@0.75", "mAP")
+        columns += [
+            (f"MR-{name}-{n}", v, kept, x) for n, v, x in zip(names, per_query, rows[-1][2:])
+        ]
         brief[f"MR-{name}-mAP"] = a.mean()
         if name == "full":
             brief.update(
@@ -441,7 +475,24 @@ def _mr_rows(tables):
                     "MR-full-R1@0.7": r[4],
                 }
             )
-    return rows, brief
+    return rows, brief, columns
+
+
+def _stacked(blocks):
+    """``(names, per_query, kept, reported)`` of blocks of ``(name, values [Q_b], kept [Q_b],
+    reported)`` columns, each block's queries rows of their own (kept nowhere else)."""
+    names = [c[0] for block in blocks for c in block]
+    reported = [c[3] for block in blocks for c in block]
+    sizes = [len(block[0][1]) for block in blocks]
+    per_query, kept = np.zeros((sum(sizes), len(names))), np.zeros((sum(sizes), len(names)), bool)
+    row, column = 0, 0
+    for size, block in zip(sizes, blocks):
+        for _, values, keep, _ in block:
+            per_query[row : row + size, column] = values
+            kept[row : row + size, column] = keep
+            column += 1
+        row += size
+    return names, per_query, kept, reported
 
 
 def _mean_of_kept(values, kept):
@@ -460,29 +511,36 @@ def _hl_rows(tables):
     y, s, mask = tables
     hit = jax.jit(highlight_hit_at_1, static_argnames=("min_score",))
     ap = jax.jit(highlight_average_precision, static_argnames=("min_score",))
-    rows, brief = [], {}
+    rows, brief, columns = [], {}, []
     for name, minimum in SALIENCY_MINIMA.items():
-        h = 100 * float(np.asarray(hit(y, s, min_score=minimum, mask=mask)).mean())
-        a = 100 * float(np.asarray(ap(y, s, min_score=minimum, mask=mask)).mean())
+        hits = np.asarray(hit(y, s, min_score=minimum, mask=mask))  # [Q]
+        aps = np.asarray(ap(y, s, min_score=minimum, mask=mask))  # [Q, annotators]
+        h, a = 100 * float(hits.mean()), 100 * float(aps.mean())
         rows.append((f"min {name} ({minimum})", a, h))
         brief[f"HL-min-{name}-mAP"], brief[f"HL-min-{name}-Hit1"] = a, h
-    return rows, brief
+        kept = np.ones(len(hits), bool)
+        columns += [
+            (f"HL-min-{name}-mAP", aps.astype(np.float64).mean(axis=1), kept, a),
+            (f"HL-min-{name}-Hit1", hits, kept, h),
+        ]
+    return rows, brief, columns
 
 
-def _qvhighlights_report(data) -> reports.Report:
+def _qvhighlights_report(args, data) -> reports.Report:
     import jax
 
-    sections, brief = [], {}
+    sections, brief, blocks = [], {}, []
     with jax.enable_x64(True):
         if data["mr"] is not None:
-            rows, more = _mr_rows(data["mr"])
+            rows, more, mr_columns = _mr_rows(data["mr"])
             columns = ("windows", "queries", "R1@0.5", "R1@0.7", "mAP@0.5", "mAP@0.75", "mAP")
             sections.append(
                 reports.Section("moment_retrieval", "Moment retrieval (%)", columns, tuple(rows))
             )
             brief.update(more)
+            blocks.append(mr_columns)
         if data["hl"] is not None:
-            rows, more = _hl_rows(data["hl"])
+            rows, more, hl_columns = _hl_rows(data["hl"])
             sections.append(
                 reports.Section(
                     "highlights",
@@ -492,20 +550,28 @@ def _qvhighlights_report(data) -> reports.Report:
                 )
             )
             brief.update(more)
+            blocks.append(hl_columns)
     summary = {"queries": data["queries"], "brief": {k: float(v) for k, v in sorted(brief.items())}}
+    if args.confidence is not None:
+        section, facts = _intervals(args, *_stacked(blocks))
+        sections.append(section)
+        summary.update(facts)
     text = f"{data['queries']:,} queries (QVHighlights / Moment-DETR standalone_eval)"
     return reports.Report(text, summary, tuple(sections))
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``jaxseg grounding``; returns the exit status."""
+    from jaxseg._host.cli import check_resampling_options
+
+    check_resampling_options(args)
     reports.check_output(args.output)
     ground_truth, predictions = Path(args.ground_truth), Path(args.predictions)
     if ground_truth.suffix == ".jsonl" or predictions.suffix == ".jsonl":
         for value, flag in ((args.thresholds, "--thresholds"), (args.top_k, "--top-k")):
             if value is not None:  # QVHighlights' thresholds and ranks are its script's
                 raise InputError(f"{flag} is for Ego4D NLQ; QVHighlights (.jsonl) does not take it")
-        report = _qvhighlights_report(read_qvhighlights(ground_truth, predictions))
+        report = _qvhighlights_report(args, read_qvhighlights(ground_truth, predictions))
     else:
         report = _nlq_report(args, *read_nlq(ground_truth, predictions))
     text = reports.render(report, args.format, decimals=args.decimals)

@@ -12,8 +12,9 @@ import numpy as np
 
 from jaxseg._src import checks
 from jaxseg._src.deprecation import renamed_arguments
+from jaxseg._src.numerics import safe_divide
 from jaxseg._src.segmentation import DEFAULT_IOU_THRESHOLDS, SegmentationStatistics
-from jaxseg._src.stats import bootstrap, paired_bootstrap_test, permutation_test
+from jaxseg._src.stats import bootstrap, paired_bootstrap_test, permutation_test, weighted_sum
 from jaxseg._src.stats_segmentation import (
     ClassStatistics,
     class_metrics,
@@ -262,6 +263,69 @@ def segmentation_intervals(
     out = _by_metric(thresholds, lambda lo, hi: (float(lo), float(hi)), lower, upper)
     if "class_accuracy" in out:
         out["class_accuracy"] = np.array(out["class_accuracy"], np.float64)
+    return out
+
+
+def _kept_means(statistics, weights):
+    """The mean of each column over its kept items, each item taken ``weights`` times."""
+    values, kept = statistics
+    return safe_divide(weighted_sum(values, weights), weighted_sum(kept, weights), jnp.nan)
+
+
+def mean_intervals(
+    values, kept, estimates, *, confidence: float, num_samples: int, seed: int
+) -> np.ndarray:
+    """Percentile-bootstrap intervals of per-item means (host side, for ``jaxseg grounding``,
+    whose items are queries): column m is the mean over the items ``kept[:, m]`` marks.
+
+    The columns that keep the same items form a group (QVHighlights' windows of one length
+    range), whose items are resampled with replacement, as many as it has, so that every
+    replicate of a subgroup's mean has as many items as the mean itself
+    (:func:`~jaxseg.stats.bootstrap`'s ``strata``, one jit-compiled program).
+
+    Args:
+      values: float ``[N, M]`` per-item values (read only where kept).
+      kept: bool ``[N, M]``: the items each column's mean takes.
+      estimates: float ``[M]``: the means reported beside the intervals, onto which an
+        endpoint is moved where the float32 rounding of the replicates alone puts it beyond.
+      confidence: coverage level in (0, 1).
+      num_samples: number of bootstrap replicates.
+      seed: integer seed of ``jax.random.key`` in ``[0, 2**32)``.
+
+    Returns:
+      numpy float64 ``[M, 2]``: lower and upper ends; NaN where a column keeps fewer than
+      two items (one item would give every replicate its value: an interval of no width).
+
+    >>> values = np.array([[1.0, 0.2], [0.0, 0.5], [1.0, 0.0], [1.0, 0.9]])
+    >>> kept = np.array([[True, True], [True, True], [True, False], [True, False]])
+    >>> ci = mean_intervals(values, kept, np.array([0.75, 0.35]), confidence=0.9,
+    ...                     num_samples=1000, seed=0)
+    >>> ci.round(6).tolist()  # the second mean resamples items 0 and 1 only
+    [[0.25, 1.0], [0.2, 0.5]]
+    """
+    kept = np.asarray(kept, bool)
+    patterns, group = np.unique(kept.T, axis=0, return_inverse=True)  # [G, N], [M]
+    resampled = [g for g, p in enumerate(patterns) if p.sum() >= 2]
+    out = np.full((kept.shape[1], 2), np.nan)
+    if not resampled:
+        return out
+    rows = [np.flatnonzero(patterns[g]) for g in resampled]
+    member = np.concatenate(
+        [np.broadcast_to(group == g, (r.size, group.size)) for g, r in zip(resampled, rows)]
+    )
+    values = np.asarray(values, np.float64)[np.concatenate(rows)]
+    result = _bootstrap(
+        (jnp.asarray(np.where(member, values, 0.0), jnp.float32), jnp.asarray(member)),
+        _kept_means,
+        key=_key(seed),
+        num_samples=num_samples,
+        confidence=confidence,
+        method="percentile",
+        strata=jnp.asarray(np.repeat(np.arange(len(rows)), [r.size for r in rows]), jnp.int32),
+    )
+    lower, upper = _around(result.lower, result.upper, np.asarray(estimates, np.float64))
+    columns = np.isin(group, resampled)
+    out[columns] = np.stack([lower, upper], axis=-1)[columns]
     return out
 
 
