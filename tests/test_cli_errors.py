@@ -505,6 +505,7 @@ def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
     _, truth, predictions = dataset
     for argv in (
         ["--confidence", "0.9", "--samples", "1"],
+        ["--confidence", "0.9", "--samples", "3000000000"],  # was a traceback (int32)
         ["--confidence", "0.9", "--seed", str(2**32)],
         ["--confidence", "0.9", "--seed", "-1"],
     ):
@@ -524,6 +525,24 @@ def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
     )
     assert message.startswith("--plot draws the 2001 x 2001 confusion matrix of the classes")
     assert not (sparse / "pictures").exists()
+
+
+def test_too_few_samples_for_the_level_are_refused(dataset, capsys):
+    """``--samples 2`` at 50% printed Acc 92.57 with the interval 90.05 to 91.37: with no
+    replicate in a tail, the ends are the extreme replicates, both below the estimate."""
+    _, truth, predictions = dataset
+    assert fails(capsys, truth, predictions, "--confidence", "0.95", "--samples", "39") == (
+        "--samples 39 is too few for a 95% interval: each tail needs a replicate, so at least 40"
+    )
+    assert fails(capsys, truth, predictions, "--confidence", "0.9", "--samples", "19").endswith(
+        "so at least 20"
+    )
+    argv = ("compare", str(truth), str(predictions), str(predictions), "--samples", "2")
+    assert main(list(argv)) == 2
+    assert capsys.readouterr().err == (
+        "jaxseg: error: --samples 2 is too few for a 95% interval: each tail needs a replicate, "
+        "so at least 40\n"
+    )
 
 
 def test_options_evaluate_would_ignore_are_refused(dataset, capsys):

@@ -152,6 +152,11 @@ def test_errors(folders, capsys):
         fails(capsys, root, predictions, "--matching", "global", "--segments-per-video", "0")
         == "--segments-per-video must be at least 1"
     )
+    for option, matching in (("--segments-per-video", "global"), ("--iou-divisor", "per-video")):
+        argv = ("--matching", matching, option, "3000000000")
+        assert fails(capsys, root, predictions, *argv) == (
+            f"{option} must be below 2**31, got 3000000000"
+        )
 
 
 def test_npy_ground_truth_is_checked_against_the_mapping(folders, capsys):

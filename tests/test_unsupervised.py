@@ -398,6 +398,7 @@ def test_a_label_beyond_the_declared_ranges_is_named(protocol):
         ("segments_per_video", 0, ValueError, r"must be at least 1, got 0\.$"),
         ("segments_per_video", 2.5, TypeError, "must be integers, got dtype float32"),
         ("segments_per_video", [2, 3], ValueError, r"must be a scalar, got shape \(2,\)\."),
+        ("segments_per_video", 2**31, ValueError, r"must be integers that int32 holds, got 2147"),
         ("iou_divisor", [3, 0], ValueError, r"must be at least 1, got 0 at index \(1,\)\.$"),
         ("iou_divisor", 1.5, TypeError, "must be integers, got dtype float32"),
         (
@@ -418,6 +419,23 @@ def test_divisors_outside_their_domain_are_named(option, value, error, message):
     gt, pred = [[0, 0, 1, 1], [1, 1, 0, 0]], [[1, 1, 0, 0], [0, 0, 0, 1]]
     with pytest.raises(error, match=f"^{option} {message}"):
         fn(gt, pred, num_classes=2, num_clusters=2, **{option: value})
+
+
+@pytest.mark.parametrize("segments", [2**30, 2**31 - 1])
+def test_f1s_precision_takes_k_times_the_videos_without_wrapping(segments):
+    """K * V was an int32 product: K = 2**31 - 1 over 2 videos gave F1 600%, 2**30 a
+    negative F1."""
+    gt, pred = [[0, 0, 1, 1], [1, 1, 0, 0]], [[1, 1, 0, 0], [0, 0, 1, 1]]
+    fn = functools.partial(M.global_hungarian_scores, gt, pred, num_classes=2, num_clusters=2)
+    small, got = fn(segments_per_video=2), fn(segments_per_video=segments)
+    correct_runs = float(small["precision"]) * 2 * 2  # precision = correct runs / (K V)
+    precision = correct_runs / (2.0 * segments)
+    np.testing.assert_allclose(float(got["precision"]), precision, rtol=1e-6)
+    recall = float(got["recall"])
+    assert recall == float(small["recall"]) > 0
+    np.testing.assert_allclose(
+        float(got["f1"]), 2 * precision * recall / (precision + recall), rtol=1e-6
+    )
 
 
 def test_64_bit_labels_beyond_int32_are_left_out_not_wrapped():

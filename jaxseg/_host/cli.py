@@ -105,6 +105,7 @@ def _seed(text: str) -> int:
 def _replicates(text: str) -> int:
     value = _parse(text, int, "an integer")
     _require(value >= 2, f"must be at least 2 (a spread needs two replicates), got {text}")
+    _require(value < 2**31, f"must be below 2**31 (the kernels' int32), got {text}")
     return value
 
 
@@ -241,10 +242,20 @@ def _add_confidence_arguments(parser: argparse.ArgumentParser, items: str) -> No
 
 
 def check_resampling_options(args) -> None:
-    """Refuses ``--samples`` or ``--seed`` without ``--confidence``: nothing would read them."""
+    """Refuses ``--samples`` or ``--seed`` without ``--confidence`` (nothing would read them),
+    and fewer samples than a replicate in each tail of the interval: below that, its ends
+    are the extreme replicates, which can both lie on one side of the estimate."""
     for value, name in ((args.samples, "--samples"), (args.seed, "--seed")):
         if value is not None and args.confidence is None:
             raise InputError(f"{name} goes with --confidence; without it, nothing would read it")
+    if args.confidence is None or args.samples is None:
+        return
+    needed = math.ceil(round(2 / (1 - args.confidence), 9))
+    if args.samples < needed:
+        raise InputError(
+            f"--samples {args.samples} is too few for a {100 * args.confidence:g}% interval: "
+            f"each tail needs a replicate, so at least {needed}"
+        )
 
 
 def resampling(args) -> tuple[int, int]:
@@ -831,6 +842,7 @@ def _comparison_report(dataset_a, result, *, background, iou_thresholds, args) -
 def _run_compare(args) -> int:
     from jaxseg.stats import segmentation_comparison
 
+    check_resampling_options(args)
     reports.check_output(args.output)
     ground_truth = _ground_truth_folder(args.ground_truth)
     folders = [Path(args.predictions_a), Path(args.predictions_b)]

@@ -314,10 +314,14 @@ def run(args) -> int:
     _check_protocol_options(args)
     if not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders")
-    if args.segments_per_video is not None and args.segments_per_video < 1:
-        raise InputError("--segments-per-video must be at least 1")
-    if args.iou_divisor is not None and args.iou_divisor < 1:
-        raise InputError("--iou-divisor must be at least 1")
+    for value, name in (
+        (args.segments_per_video, "--segments-per-video"),
+        (args.iou_divisor, "--iou-divisor"),
+    ):
+        if value is not None and value < 1:
+            raise InputError(f"{name} must be at least 1")
+        if value is not None and value >= 2**31:  # the kernels' int32
+            raise InputError(f"{name} must be below 2**31, got {value}")
     reports.check_output(args.output)
     names, targets, predictions, class_names = load(args)
     background = _background(args, class_names)

@@ -294,7 +294,12 @@ def integer_values(name: str, value, shape: tuple[int, ...]) -> jnp.ndarray:
     """``value``, integers broadcast to ``shape`` (the batch of the arrays it belongs to). A
     float, which would be truncated, or a shape that does not broadcast (an obscure error, or
     silently more results) raises, naming ``name``."""
-    value = jnp.asarray(value)
+    try:
+        value = jnp.asarray(value)
+    except OverflowError:  # a Python int past int32 (int64 under x64)
+        raise ValueError(
+            f"{name} must be integers that {jnp.asarray(0).dtype} holds, got {value!r}."
+        ) from None
     if not jnp.issubdtype(value.dtype, jnp.integer):
         raise TypeError(f"{name} must be integers, got dtype {value.dtype}.")
     try:

@@ -364,7 +364,8 @@ def _cte_f1(rows, cols, keep, cluster_class, raw, bg, segments, videos):
     fraction = safe_divide(sums[:, 1].astype(f), sums[:, 0].astype(f), 0.0)
     correct_runs = jnp.sum(jnp.where(counted, fraction, 0.0))
     n_runs = (n_runs - 1).astype(f)
-    precision, recall, f1 = _f1(correct_runs, (segments * videos).astype(f), n_runs)
+    # K * V in floats: an int32 product wrapped past 2**31 (F1 600% or negative)
+    precision, recall, f1 = _f1(correct_runs, segments.astype(f) * videos.astype(f), n_runs)
     undefined = n_runs <= 0  # CTE raises ZeroDivisionError
     nan = lambda x: jnp.where(undefined, jnp.nan, x)  # noqa: E731
     return {"f1": nan(f1), "precision": nan(precision), "recall": nan(recall)}
