@@ -581,3 +581,42 @@ def test_output_dash_is_stdout_and_a_long_name_is_written(dataset, capsys, monke
     long_name = "r" * 250 + ".json"
     assert main([*argv, "--output", long_name]) == 0
     assert json.loads((root / long_name).read_text())["summary"]["videos"] == 2
+
+
+def test_output_never_overwrites_an_input(dataset, capsys):
+    """``--output groundTruth/a.txt`` replaced the video's labels with the results table
+    (and ``--output mapping.txt`` the mapping, ``detection ... --output sub.json`` the
+    submission), announcing "wrote"."""
+    root, truth, predictions = dataset
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for output, what in (
+        (truth / "a.txt", f"a label file of {truth}"),
+        (predictions / "b", f"a label file of {predictions}"),
+        (root / "mapping.txt", f"{root / 'mapping.txt'}"),  # found beside groundTruth/
+    ):
+        for argv in ((truth, predictions), (root, predictions)):  # also the dataset folder
+            assert fails(capsys, *argv, "--output", output) == (
+                f"{output}: --output would overwrite {what}, an input of this run"
+            )
+        compare = ("compare", truth, predictions, predictions, "--output", output)
+        assert main([*map(str, compare)]) == 2
+        assert "--output would overwrite" in capsys.readouterr().err
+    assert fails(capsys, truth, predictions, "--matching", "global", "--output", truth / "a.txt")
+    split = root / "split.bundle"
+    split.write_text("a.txt\nb.txt\n")
+    assert fails(capsys, truth, predictions, "--split", split, "--output", split).endswith(
+        f"would overwrite {split}, an input of this run"
+    )
+    for command in ("detection", "grounding"):
+        files = (root / "gt.json", root / "sub.json")
+        assert main([command, *map(str, files), "--output", str(files[1])]) == 2
+        assert capsys.readouterr().err == (
+            f"jaxseg: error: {files[1]}: --output would overwrite {files[1]}, an input of this "
+            "run\n"
+        )
+    assert all(p.read_bytes() == content for p, content in before.items())
+    # A new file in a data folder, or one a later run would not read as labels, is written.
+    for output in (predictions / "results.json", truth / "new.txt"):
+        assert main(["evaluate", str(truth), str(predictions), "--output", str(output)]) == 0
+        assert output.is_file()
+        capsys.readouterr()

@@ -28,6 +28,7 @@ from jaxseg._host.io_files import (
     InputError,
     SegmentationDataset,
     _listing,
+    find_mapping,
     normalization_hint,
     other_files,
     start_loading,
@@ -391,6 +392,19 @@ def _ground_truth_folder(path: str) -> Path:
     return folder / "groundTruth" if (folder / "groundTruth").is_dir() else folder
 
 
+def check_output_is_no_input(args, prediction_folders) -> None:
+    """:func:`~jaxseg._host.report.check_output` of a segmentation command: ``--output`` may
+    not overwrite the mapping, the split or a label file of the ground-truth or prediction
+    folders."""
+    ground_truth = _ground_truth_folder(args.ground_truth)
+    mapping = args.mapping or find_mapping(ground_truth)
+    reports.check_output(
+        args.output,
+        files=(mapping, args.split),
+        folders=(ground_truth, *prediction_folders),
+    )
+
+
 def _read(
     ground_truth: Path, predictions: Path, args, mapping=None, *, note=True
 ) -> SegmentationDataset:
@@ -727,7 +741,10 @@ def _run_evaluate(args) -> int:
         raise InputError("--demo takes no --mapping (the demo dataset has its own)")
     if not args.demo and not (args.ground_truth and args.predictions):
         raise InputError("give GROUND_TRUTH and PREDICTIONS folders (or --demo)" + _greedy(args))
-    reports.check_output(args.output)
+    if args.demo:
+        reports.check_output(args.output)
+    else:
+        check_output_is_no_input(args, [args.predictions])
     reports.check_folder(args.plot, "--plot")
     if args.plot_videos != 0 and args.plot is None:
         raise InputError("--plot-videos needs --plot DIR (the folder of the pictures)")
@@ -843,7 +860,7 @@ def _run_compare(args) -> int:
     from jaxseg.stats import segmentation_comparison
 
     check_resampling_options(args)
-    reports.check_output(args.output)
+    check_output_is_no_input(args, [args.predictions_a, args.predictions_b])
     ground_truth = _ground_truth_folder(args.ground_truth)
     folders = [Path(args.predictions_a), Path(args.predictions_b)]
     dataset_a, dataset_b = (_read(ground_truth, folder, args, note=False) for folder in folders)

@@ -618,7 +618,7 @@ def _mode(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     """Runs ``jaxseg detection``; returns the exit status."""
     mode = _mode(args)
-    reports.check_output(args.output)
+    reports.check_output(args.output, files=(args.ground_truth, args.predictions))
     if mode == "proposals":
         from jaxseg._host.cli_grounding import proposal_report
 

@@ -565,7 +565,7 @@ def run(args: argparse.Namespace) -> int:
     from jaxseg._host.cli import check_resampling_options
 
     check_resampling_options(args)
-    reports.check_output(args.output)
+    reports.check_output(args.output, files=(args.ground_truth, args.predictions))
     ground_truth, predictions = Path(args.ground_truth), Path(args.predictions)
     if ground_truth.suffix == ".jsonl" or predictions.suffix == ".jsonl":
         for value, flag in ((args.thresholds, "--thresholds"), (args.top_k, "--top-k")):

@@ -298,7 +298,7 @@ def _check_protocol_options(args) -> None:
 
 def run(args) -> int:
     """``jaxseg evaluate --matching ...``."""
-    from jaxseg._host.cli import _load_jax
+    from jaxseg._host.cli import _load_jax, check_output_is_no_input
 
     for flag, name in (
         (args.demo, "--demo"),
@@ -322,7 +322,7 @@ def run(args) -> int:
             raise InputError(f"{name} must be at least 1")
         if value is not None and value >= 2**31:  # the kernels' int32
             raise InputError(f"{name} must be below 2**31, got {value}")
-    reports.check_output(args.output)
+    check_output_is_no_input(args, [args.predictions])
     names, targets, predictions, class_names = load(args)
     background = _background(args, class_names)
     _load_jax()

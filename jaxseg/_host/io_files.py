@@ -664,13 +664,13 @@ def _without_other_files(
         return {
             n: f
             for n, f in files.items()
-            if f.name != _MAPPING_FILE and (n in other or _label_like(f))
+            if f.name != _MAPPING_FILE and (n in other or is_label_file_name(f))
         }
 
     return videos(truth, predicted), videos(predicted, truth)
 
 
-def _label_like(path: Path) -> bool:
+def is_label_file_name(path: Path) -> bool:
     """Whether a file's name could be a label file's: no suffix, ``.txt`` or ``.npy``."""
     return path.suffix in ("", *_LABEL_SUFFIXES)
 

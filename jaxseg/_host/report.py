@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from jaxseg._host.io_files import InputError, write_atomic
+from jaxseg._host.io_files import InputError, is_label_file_name, write_atomic
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -200,9 +200,11 @@ def description(
 STDOUT = "-"  # the --output that names stdout, as in most command-line tools
 
 
-def check_output(path: str | None) -> None:
-    """Fails early (before any work) when ``--output`` cannot be written: a folder, a missing
-    or read-only folder. ``-`` is stdout."""
+def check_output(path: str | None, *, files=(), folders=()) -> None:
+    """Fails early (before any work) when ``--output`` cannot be written (a folder, a missing
+    or read-only folder) or would overwrite an input of the run: one of ``files``, or a label
+    file of one of ``folders`` (a file there that a later run would read as a video's
+    labels). ``-`` is stdout; ``None`` entries of ``files`` and ``folders`` are skipped."""
     if path is None or path == STDOUT:
         return
     if not path:  # Path("") is the current folder
@@ -220,6 +222,16 @@ def check_output(path: str | None) -> None:
         raise InputError(f"{path}: {folder} does not exist")
     if not os.access(target.parent, os.W_OK):
         raise InputError(f"{path}: {folder} is not writable")
+    for given in (f for f in files if f is not None):
+        if Path(given).resolve() == target:
+            raise InputError(f"{path}: --output would overwrite {given}, an input of this run")
+    for given in (f for f in folders if f is not None):
+        if target.parent == Path(given).resolve() and is_label_file_name(target):
+            if target.is_file():
+                raise InputError(
+                    f"{path}: --output would overwrite a label file of {given}, an input of "
+                    "this run"
+                )
 
 
 def check_folder(path: str | None, option: str) -> None:
