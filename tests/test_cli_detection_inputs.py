@@ -273,6 +273,26 @@ def test_an_nlq_query_annotated_twice_is_an_error(tmp_path, capsys):
     assert code == 0 and json.loads(out)["summary"]["mIoU"] == pytest.approx(100.0), err
 
 
+def test_an_nlq_query_predicted_twice_or_without_times_is_an_error(tmp_path, capsys):
+    """Two results of one query were both counted ('Evaluated: 2 / 1'); a query without its
+    times read "expected [start, end] with start <= end, got [None, None]"."""
+    query = {"clip_start_sec": 0, "clip_end_sec": 4}
+    truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": [query]}])
+    result = json.loads(predictions.read_text())["results"][0]
+    predictions.write_text(json.dumps({"results": [result, {**result, "predicted_times": []}]}))
+    assert fails(capsys, "grounding", truth, predictions).endswith(
+        f"{predictions}: results[1]: query c1/a1 #0 is predicted twice (first at results[0])\n"
+    )
+    _, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": [query]}])
+    truth, _ = _nlq(
+        tmp_path, [{"annotation_uid": "a1", "language_queries": [{"clip_start_sec": 0}]}]
+    )
+    assert (
+        "expected an object with 'clip_start_sec' and 'clip_end_sec', got {'clip_start_sec': 0}"
+        in fails(capsys, "grounding", truth, predictions)
+    )
+
+
 def test_a_key_repeated_in_an_nlq_or_jsonl_file_is_an_error(tmp_path, capsys):
     truth, predictions = _nlq(tmp_path, [{"annotation_uid": "a1", "language_queries": []}])
     predictions.write_text('{"results": [], "results": []}')

@@ -165,10 +165,11 @@ def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
 
 def read_nlq(ground_truth: Path, predictions: Path):
     """Ego4D NLQ annotations and predictions -> (targets [Q, 1, 2], predictions [Q, P, 2],
-    mask [Q, P], number of annotated queries); one row per prediction entry, as the script.
+    mask [Q, P], number of annotated queries); one row per prediction entry.
 
     A (clip_uid, annotation_uid) pair annotated twice is an error: the script keeps the last
-    one for matching but counts the queries of both."""
+    one for matching but counts the queries of both. So is a query predicted twice, which the
+    script counts twice."""
     document = read_json(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
         raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
@@ -197,6 +198,7 @@ def read_nlq(ground_truth: Path, predictions: Path):
     if not isinstance(document, dict) or not isinstance(document.get("results"), list):
         raise InputError(f"{predictions}: NLQ predictions need a 'results' list")
     targets, predicted = [], []
+    predicted_at: dict[tuple, int] = {}  # the entry of each predicted query
     for i, entry in enumerate(document["results"]):
         where = f"{predictions}: results[{i}]"
         key = tuple(
@@ -206,13 +208,20 @@ def read_nlq(ground_truth: Path, predictions: Path):
         index = _field(predictions, f"results[{i}]", entry, "query_idx", int, "an integer")
         if key not in queries or not 0 <= index < len(queries[key]):
             raise InputError(f"{where}: no annotated query {key[0]}/{key[1]} #{index}")
+        if (*key, index) in predicted_at:
+            raise InputError(
+                f"{where}: query {key[0]}/{key[1]} #{index} is predicted twice (first at "
+                f"results[{predicted_at[(*key, index)]}])"
+            )
+        predicted_at[(*key, index)] = i
         at, query = queries[key][index]
-        if not isinstance(query, dict):
+        times = ("clip_start_sec", "clip_end_sec")
+        if not isinstance(query, dict) or not all(t in query for t in times):
             raise InputError(
                 f"{ground_truth}: {at}: expected an object with 'clip_start_sec' and "
                 f"'clip_end_sec', got {query!r}"
             )
-        gt = [query.get("clip_start_sec"), query.get("clip_end_sec")]
+        gt = [query[t] for t in times]
         targets.append([window(f"{ground_truth}: {at}", gt)])
         times = _field(predictions, f"results[{i}]", entry, "predicted_times", list, "a list")
         predicted.append([window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)])
