@@ -141,6 +141,14 @@ def test_errors(folders, capsys):
             f"{predictions / 'c.txt'}:3: {token!r} is not an integer cluster id "
             "(--matching takes cluster ids, not class names)"
         )
+    (predictions / "c.txt").write_text("1\n1\n\n1\n1\n1\n")  # was read as 5 frames
+    assert fails(capsys, root, predictions, "--matching", "global") == (
+        f"{predictions / 'c.txt'}:3: blank line after frame 2, a frame without a cluster id; "
+        "remove the line or write the frame's cluster id"
+    )
+    (predictions / "c.txt").write_text("\n### header ###\n0 0\n1 1 1\n\n")  # after a blank line
+    assert main(["evaluate", str(root), str(predictions), "--matching", "global"]) == 0
+    capsys.readouterr()
     (predictions / "c.txt").write_text("1\n1\n")
     assert "has 2 predicted frames but 5" in fails(
         capsys, root, predictions, "--matching", "per-video"

@@ -75,15 +75,37 @@ def test_label_files_round_trip(tmp_path, style):
         assert io.read_labels(path, INDEX).dtype == np.int32
 
 
-def test_text_labels_accept_crlf_tabs_and_leading_blank_lines(tmp_path):
+def test_text_labels_accept_crlf_tabs_and_leading_and_trailing_blank_lines(tmp_path):
     path = tmp_path / "v.txt"
-    path.write_bytes(b"\r\ntake\r\ntake\topen\r\n\r\npour \n")
+    path.write_bytes(b"\r\ntake\r\ntake\topen\r\npour \n\r\n \n")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 0, 1, 2])
     path.write_bytes(b"\n### Frame level recognition: ###\ntake open\nbackground\n")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
     # Line breaks of classic Mac files (\r alone): the header is one line, not the whole file.
     path.write_bytes(b"### Frame level recognition: ###\rtake open\rbackground\r")
     np.testing.assert_array_equal(io.read_label_text(path, INDEX), [0, 1, 3])
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "frame"),
+    [
+        (b"take\ntake\n\nopen\n", 3, 2),
+        (b"\n\ntake\r\ntake\r\n \t\r\nopen\r\n", 5, 2),  # after leading blank lines
+        (b"take\rtake\r\ropen", 3, 2),  # classic Mac line breaks
+        (b"### Frame level recognition: ###\ntake open\n\nopen\n", 3, 2),
+    ],
+)
+def test_a_blank_line_between_labels_is_named(tmp_path, content, line, frame):
+    """It was skipped: the frames after it moved up one, or two files' lengths differed
+    with no line named (MS-TCN's eval.py reads a frame labelled '')."""
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    with pytest.raises(io.InputError) as error:
+        io.read_label_text(path, INDEX)
+    assert str(error.value) == (
+        f"{path}:{line}: blank line after frame {frame}, a frame without a label; remove the "
+        "line or write the frame's label"
+    )
 
 
 def test_a_first_line_of_class_names_beginning_with_hash_is_no_header(tmp_path):
@@ -100,7 +122,7 @@ def test_a_first_line_of_class_names_beginning_with_hash_is_no_header(tmp_path):
 
 def test_unknown_label_names_line_and_frame(tmp_path):
     path = tmp_path / "v.txt"
-    path.write_text("take\ntake\n\nopen\nstir\ntake\n")
+    path.write_text("\ntake\ntake\nopen\nstir\ntake\n")
     with pytest.raises(io.InputError) as error:
         io.read_label_text(path, INDEX)
     assert str(error.value).startswith(f"{path}:5: unknown label 'stir' (frame 4)")

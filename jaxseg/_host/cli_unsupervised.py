@@ -98,6 +98,25 @@ def _cluster_id(path: Path, number: int, token: str) -> int:
     return value
 
 
+def _cluster_id_lines(path: Path, lines: list[str]) -> list[int]:
+    """The cluster ids of a text file's lines: after blank lines and a ``#`` header line, if
+    any, up to trailing blank lines; a blank line between them is an error (a frame without
+    its id, which would move the frames after it up one)."""
+    filled = [n for n, line in enumerate(lines) if line.strip()]
+    start = filled[0] + lines[filled[0]].lstrip().startswith("#") if filled else 0
+    values = []
+    for number, line in enumerate(lines[start : filled[-1] + 1] if filled else [], start + 1):
+        if not line.strip():
+            raise InputError(
+                f"{path}:{number}: blank line after frame {len(values)}, a frame without a "
+                "cluster id; remove the line or write the frame's cluster id"
+            )
+        values += [_cluster_id(path, number, token) for token in line.split()]
+    if not values:
+        raise InputError(f"{path}: empty file (no cluster ids)")
+    return values
+
+
 def read_cluster_ids(path: Path) -> np.ndarray:
     """One video's cluster ids: integers ``>= -1`` from a text or ``.npy`` file."""
     if path.suffix == ".npy":
@@ -111,16 +130,7 @@ def read_cluster_ids(path: Path) -> np.ndarray:
     else:
         data = _read_bytes(path, "prediction file")
         text = _decode_text(path, data, "prediction file")
-        lines = text_lines(text)
-        first = 1 if lines and lines[0].lstrip().startswith("#") else 0
-        values = [
-            _cluster_id(path, number, token)
-            for number, line in enumerate(lines[first:], start=first + 1)
-            for token in line.split()
-        ]
-        if not values:
-            raise InputError(f"{path}: empty file (no cluster ids)")
-        ids = np.asarray(values, np.int64)
+        ids = np.asarray(_cluster_id_lines(path, text_lines(text)), np.int64)
     outside = (ids < -1) | (ids >= CLUSTER_LIMIT)
     if outside.any():
         bad = int(np.argmax(outside))

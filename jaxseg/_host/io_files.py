@@ -37,6 +37,9 @@ _NPY_MAGIC = b"\x93NUMPY"  # the first bytes of every .npy file
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark (Windows editors write one)
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian UTF-16 byte-order marks
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BYTE_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+# A line of ASCII whitespace only (the labels' separators) after a line break.
+_BLANK_LINE = re.compile(rb"(?:\r\n|\r(?!\n)|\n)[ \t\x0b\x0c]*[\r\n]")
 
 
 class InputError(ValueError):
@@ -356,6 +359,7 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
     tokens = body.split()
     if not tokens:
         raise InputError(f"{path}: empty file (no labels)")
+    _refuse_blank_lines(path, body.rstrip(), first_line)
     try:
         return np.fromiter(map(lookup.__getitem__, tokens), dtype=np.int32, count=len(tokens))
     except KeyError as error:
@@ -368,6 +372,22 @@ def read_label_text(path: str | os.PathLike, class_index: Mapping[str, int]) -> 
             f"known labels: {_listing(list(class_index), limit=8)}"
             f"{normalization_hint(unknown.decode(), class_index)}"
         ) from None
+
+
+def _refuse_blank_lines(path: Path, body: bytes, first_line: int) -> None:
+    """Refuses a blank line between the labels of ``body`` (the file from its line
+    ``first_line``): a frame without its label. Split at whitespace, the frames after it
+    would move up one (or the lengths of two files differ, with no line named), where
+    MS-TCN's ``eval.py`` reads a frame labelled ``''``."""
+    blank = _BLANK_LINE.search(body)
+    if blank is None:
+        return
+    before = body[: blank.start()]
+    line = first_line + len(_BYTE_LINE_BREAK.findall(before)) + 1
+    raise InputError(
+        f"{path}:{line}: blank line after frame {len(before.split())}, a frame without a "
+        "label; remove the line or write the frame's label"
+    )
 
 
 def _without_header(body: bytes, lookup: Mapping[bytes, int]) -> tuple[bytes, int]:
