@@ -508,11 +508,14 @@ def test_bootstrap_and_plot_options_are_checked_first(dataset, capsys):
         ["--confidence", "0.9", "--samples", "3000000000"],  # was a traceback (int32)
         ["--confidence", "0.9", "--seed", str(2**32)],
         ["--confidence", "0.9", "--seed", "-1"],
+        ["--confidence", "95"],
     ):
         with pytest.raises(SystemExit) as exit_:
             main(["evaluate", str(truth), str(predictions), *argv])
         assert exit_.value.code == 2
-        assert "usage: jaxseg evaluate" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "usage: jaxseg evaluate" in err
+    assert err.endswith("got 95 (a fraction: 0.95 for 95%)\n")
     # Without a mapping, the classes of .npy labels are 0..largest: a confusion matrix of
     # 46,341 of them overflowed int32 (a traceback), and 40,000 exhausted the memory.
     sparse = truth.parent / "sparse"

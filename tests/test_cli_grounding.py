@@ -334,3 +334,25 @@ def test_a_bootstrap_out_of_memory_names_samples(tmp_path, capsys, monkeypatch):
         "out of memory; evaluate fewer queries at once or fewer bootstrap replicates "
         "(--samples, now 10,000), or on a machine with more memory",
     )
+
+
+def test_an_empty_json_file_and_a_qvhighlights_line_in_a_json_file_are_named(tmp_path, capsys):
+    """An empty file read "is not valid JSON (Expecting value, column 1)"; a QVHighlights
+    line in a .json file "an Ego4D NLQ file needs a 'videos' list", without a word on the
+    suffix that tells the formats apart."""
+    empty = tmp_path / "empty.json"
+    empty.write_text(" \n")
+    for command in ("detection", "grounding"):
+        _check_error(
+            capsys,
+            [command, empty, empty],
+            f"{empty}: empty file; the ground-truth file must be a JSON document",
+        )
+    line = tmp_path / "line.json"
+    line.write_text(json.dumps({"qid": 1, "duration": 10, "relevant_windows": [[0, 4]]}))
+    _check_error(
+        capsys,
+        ["grounding", line, line],
+        f"{line}: an Ego4D NLQ file needs a 'videos' list; QVHighlights files are JSON Lines, "
+        "read by the .jsonl suffix",
+    )

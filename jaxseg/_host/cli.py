@@ -127,7 +127,8 @@ def _video_count(text: str) -> int | None:
 
 def _level(text: str) -> float:
     value = _parse(text, float, "a number")
-    _require(0.0 < value < 1.0, f"confidence level must be in (0, 1), got {text}")
+    percent = f" (a fraction: {value / 100:g} for {value:g}%)" if 1 < value < 100 else ""
+    _require(0.0 < value < 1.0, f"confidence level must be in (0, 1), got {text}{percent}")
     return value
 
 

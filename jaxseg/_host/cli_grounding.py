@@ -172,7 +172,15 @@ def read_nlq(ground_truth: Path, predictions: Path):
     script counts twice."""
     document = read_json(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
-        raise InputError(f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list")
+        qvhighlights = isinstance(document, dict) and "qid" in document
+        raise InputError(
+            f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list"
+            + (
+                "; QVHighlights files are JSON Lines, read by the .jsonl suffix"
+                if qvhighlights
+                else ""
+            )
+        )
     queries: dict[tuple[str, str], list] = {}
     first: dict[tuple[str, str], str] = {}  # where each pair is annotated
     for v, video in enumerate(document["videos"]):

@@ -184,6 +184,8 @@ def read_json(path: Path, what: str):
     if path.is_dir():
         raise InputError(f"{path}: is a folder; the {what} must be a JSON file")
     text = _decode_text(path, _read_bytes(path, what), what)
+    if not text.strip():
+        raise InputError(f"{path}: empty file; the {what} must be a JSON document")
     try:
         return parse_json(text)
     except json.JSONDecodeError as error:
