@@ -467,20 +467,20 @@ def test_online_non_finite_targets_are_errors(tmp_path, capsys, value):
     targets[4:, 2] = value
     np.save(tmp_path / "targets.npy", targets)
     err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
-    assert f"targets.npy: targets hold {value} at frame 4, class 2; expected 0 or 1" in err
+    assert f"targets.npy: targets[4, 2] = {value}; expected 0 or 1" in err
     scores = rng.random((20, 3)).astype(np.float32)
     scores[7, 1] = np.nan
     np.save(tmp_path / "scores.npy", scores)
     err = fails(capsys, "detection", "--online", tmp_path / "targets.npy", tmp_path / "scores.npy")
-    assert "scores.npy: scores hold NaN (first at frame 7, class 1)" in err
+    assert "scores.npy: scores hold NaN (first at scores[7, 1])" in err
 
 
 @pytest.mark.parametrize(
     ("coding", "message"),
     [
-        (lambda onehot: np.where(onehot > 0, 1, -1), "targets hold -1 at frame 0, class 0"),
-        (lambda onehot: 0.9 * onehot + 0.025, "targets hold 0.025 at frame 0, class 0"),
-        (lambda onehot: 2 * onehot.astype(np.int8), "targets hold 2 at frame 0, class 2"),
+        (lambda onehot: np.where(onehot > 0, 1, -1), "targets[0, 0] = -1"),
+        (lambda onehot: 0.9 * onehot + 0.025, "targets[0, 0] = 0.025"),
+        (lambda onehot: 2 * onehot.astype(np.int8), "targets[0, 2] = 2"),
     ],
     ids=["plus-minus-one", "soft", "two"],
 )
