@@ -356,3 +356,19 @@ def test_an_empty_json_file_and_a_qvhighlights_line_in_a_json_file_are_named(tmp
         f"{line}: an Ego4D NLQ file needs a 'videos' list; QVHighlights files are JSON Lines, "
         "read by the .jsonl suffix",
     )
+
+
+@pytest.mark.parametrize("score", [[-7, 1, 1], [10**20, 1, 1], [5, 0, 0], [True, 1, 1]])
+def test_saliency_scores_outside_0_to_4_are_named(tmp_path, capsys, score):
+    """-7 was taken as a score; 10**20 raised OverflowError (a traceback)."""
+    row = {"qid": 1, "duration": 4, "relevant_windows": [[0, 4]], "relevant_clip_ids": [0, 1]}
+    gt = _jsonl(tmp_path / "gt.jsonl", [{**row, "saliency_scores": [score, [2, 2, 2]]}])
+    sub = _jsonl(
+        tmp_path / "sub.jsonl",
+        [{"qid": 1, "pred_relevant_windows": [[0, 4, 0.9]], "pred_saliency_scores": [1, 0]}],
+    )
+    _check_error(
+        capsys,
+        ["grounding", gt, sub],
+        f"{gt}:1: saliency score {score!r} is not 3 integers in 0..4 (Very Bad to Very Good)",
+    )

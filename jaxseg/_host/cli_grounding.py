@@ -283,9 +283,12 @@ def _saliency(path: Path, number: int, row: dict, num_clips: int) -> np.ndarray:
         if (
             not isinstance(score, list)
             or len(score) != 3
-            or not all(isinstance(s, int) for s in score)
+            or not all(type(s) is int and 0 <= s <= 4 for s in score)  # a JSON true is no score
         ):
-            raise InputError(f"{path}:{number}: saliency score {score!r} is not 3 integers")
+            raise InputError(
+                f"{path}:{number}: saliency score {score!r} is not 3 integers in 0..4 (Very Bad "
+                "to Very Good)"
+            )
         out[clip] = score
     return out
 
