@@ -102,7 +102,8 @@ def _one_detection(segment="[0, 1]", label='"class 0"', score="1"):
         (lambda gt, sub: sub.write_text('{"results": []}'),
          "submission file needs a 'results' object"),
         (_one_detection(segment="[2, 1]"),
-         "video 'v_1', detection 1: 'segment' must be [start, end] with start <= end"),
+         "video 'v_1', detection 1: 'segment' must be [start, end], finite numbers with start "
+         "<= end"),
         # a list for an object was reported as "'segment' ... got None"
         (lambda gt, sub: sub.write_text('{"results": {"v_1": [[1, 5, "a", 0.9]]}}'),
          "video 'v_1', detection 1: expected an object with 'segment', got [1, 5, 'a', 0.9]"),
@@ -112,9 +113,10 @@ def _one_detection(segment="[0, 1]", label='"class 0"', score="1"):
         # JSON's true is no number; an integer too large for a float raised OverflowError
         (_one_detection(score="true"), "'score' must be a number, got True"),
         (_one_detection(segment="[true, 1]"),
-         "detection 1: 'segment' must be [start, end] with start <= end, got [True, 1]"),
+         "detection 1: 'segment' must be [start, end], finite numbers with start <= end, got "
+         "[True, 1]"),
         (_one_detection(segment="[0, 1" + "0" * 400 + "]"),
-         "detection 1: 'segment' must be [start, end] with start <= end"),
+         "detection 1: 'segment' must be [start, end], finite numbers with start <= end"),
         (lambda gt, sub: sub.unlink(), "submission file not found"),
         (lambda gt, sub: (sub.unlink(), sub.mkdir()),
          "sub.json: is a folder; the submission file must be a JSON file"),

@@ -73,7 +73,7 @@ def test_a_label_in_another_unicode_normalization_is_pointed_out(tmp_path, capsy
     ("annotation", "message"),
     [
         ('{"segment": [30, 20], "label": "a"}',
-         "'segment' must be [start, end] with start <= end, got [30, 20]"),
+         "'segment' must be [start, end], finite numbers with start <= end, got [30, 20]"),
         ('{"segment": [20, 30]}', "'label' must be a string, got None"),
         ("[20, 30]", "expected an object with 'segment', got [20, 30]"),
     ],

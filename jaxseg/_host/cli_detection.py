@@ -190,7 +190,8 @@ def _segment(path: Path, where: str, entry) -> tuple[float, float]:
         or segment[1] < segment[0]
     ):
         raise InputError(
-            f"{path}: {where}: 'segment' must be [start, end] with start <= end, got {segment!r}"
+            f"{path}: {where}: 'segment' must be [start, end], finite numbers with start <= end, "
+            f"got {segment!r}"
         )
     return float(segment[0]), float(segment[1])
 

@@ -138,7 +138,9 @@ def window(where: str, value, *, scored: bool = False) -> tuple[float, ...]:
     )
     if not ok or value[1] < value[0]:
         shape = "[start, end, score]" if scored else "[start, end]"
-        raise InputError(f"{where}: expected {shape} with start <= end, got {value!r}")
+        raise InputError(
+            f"{where}: expected {shape}, finite numbers with start <= end, got {value!r}"
+        )
     return tuple(float(x) for x in value[:size])
 
 
