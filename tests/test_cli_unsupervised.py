@@ -229,3 +229,33 @@ def test_global_f1_does_not_depend_on_how_the_clusters_are_numbered(folders, cap
         "segments per video (give the number of clusters the method was asked for with "
         "--segments-per-video)\n"
     )
+
+
+def test_a_divisor_below_what_it_divides_is_noted(folders, capsys):
+    """--segments-per-video 1 printed F1 120% and --iou-divisor 1 IoU 300% without a word
+    (the references' arithmetic, kept): a note now names the divisor."""
+    root, _, predictions = folders
+    gt, pred, mask = _padded()
+    kw = dict(mask=mask, num_classes=4, num_clusters=5)
+    want = M.global_hungarian_scores(gt, pred, exclude_background=True, segments_per_video=1, **kw)
+    assert float(want["precision"]) > 1  # the case this test is about
+    argv = ("evaluate", str(root), str(predictions), "--format", "json")
+    assert main([*argv, "--matching", "global", "--segments-per-video", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["results"][0]["F1"] == pytest.approx(100 * float(want["f1"]), rel=1e-6)
+    assert err.startswith(
+        f"jaxseg: note: F1's precision is {100 * float(want['precision']):.2f}%: CTE divides the "
+    )
+    assert "by K x videos = 1 x 3 (--segments-per-video is the number of clusters" in err
+    per_video = M.per_video_hungarian_scores(gt, pred, iou_divisor=1, **kw)
+    above = int(np.sum(np.asarray(per_video["iou"]) > 1))
+    assert above > 0
+    assert main([*argv, "--matching", "per-video", "--iou-divisor", "1"]) == 0
+    assert capsys.readouterr().err == (
+        f"jaxseg: note: IoU exceeds 100% in {above} videos: TW-FINCH divides the IoU sum by "
+        "--iou-divisor 1, fewer than their matched labels\n"
+    )
+    for option in (["--segments-per-video", "5"], ["--iou-divisor", "5"]):
+        matching = "global" if option[0] == "--segments-per-video" else "per-video"
+        assert main([*argv, "--matching", matching, *option]) == 0
+        assert capsys.readouterr().err == ""

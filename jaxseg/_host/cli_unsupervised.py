@@ -204,6 +204,27 @@ def _segments_per_video(args, predictions) -> int:
     return max(1, ids.size)
 
 
+def _note_scores_above_one(args, result: dict, videos: int) -> None:
+    """A note where a protocol's divisor, given on the command line, is below what it
+    divides, so that a score exceeds 100% (kept, as the reference computes it)."""
+    if args.matching == "global" and args.segments_per_video and result["precision"] > 1:
+        divisor = args.segments_per_video * videos
+        print(
+            f"jaxseg: note: F1's precision is {100 * float(result['precision']):.2f}%: CTE "
+            f"divides the {round(float(result['precision']) * divisor)} runs it finds correct by "
+            f"K x videos = {args.segments_per_video} x {videos} (--segments-per-video is the "
+            "number of clusters the method was asked for)",
+            file=sys.stderr,
+        )
+    if args.matching == "per-video" and args.iou_divisor and np.any(result["iou"] > 1):
+        print(
+            f"jaxseg: note: IoU exceeds 100% in {int(np.sum(result['iou'] > 1))} videos: "
+            f"TW-FINCH divides the IoU sum by --iou-divisor {args.iou_divisor}, fewer than "
+            "their matched labels",
+            file=sys.stderr,
+        )
+
+
 def evaluate(args, targets, predictions, num_classes: int, background: tuple[int, ...]):
     """The protocol's scores: dict of floats (set level) and of arrays (per video, or None)."""
     import jax
@@ -238,6 +259,8 @@ def evaluate(args, targets, predictions, num_classes: int, background: tuple[int
             )
         )
     result = {k: np.asarray(v) for k, v in fn(gt, pred, mask).items()}
+    if not args.quiet:
+        _note_scores_above_one(args, result, len(targets))
     columns = _COLUMNS[args.matching]
     if args.matching in _SET_LEVEL:
         overall = {key: float(result[key]) for _, key in columns}
