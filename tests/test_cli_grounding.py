@@ -372,3 +372,37 @@ def test_saliency_scores_outside_0_to_4_are_named(tmp_path, capsys, score):
         ["grounding", gt, sub],
         f"{gt}:1: saliency score {score!r} is not 3 integers in 0..4 (Very Bad to Very Good)",
     )
+
+
+def test_grounding_tables_keep_only_the_predictions_the_metrics_read(tmp_path, capsys):
+    """Every query was padded to the longest prediction list: one list of 20,000 windows
+    took 1.5 GB for 1000 queries. NLQ reads the first max(k), QVHighlights the first 10."""
+    from jaxseg._host.cli_grounding import read_nlq, read_qvhighlights
+
+    _, arrays = _golden("grounding")
+    gt, pred = _write_nlq(tmp_path, arrays)
+    document = json.loads(pred.read_text())
+    hit = document["results"][0]["predicted_times"][0]
+    document["results"][0]["predicted_times"] = [[0.0, 0.001]] * 30 + [hit]  # the 31st hits
+    pred.write_text(json.dumps(document))
+    assert read_nlq(gt, pred, 5)[1].shape[1] == 5
+    assert read_nlq(gt, pred, 40)[1].shape[1] == 31
+    argv = ("grounding", gt, pred, "--format", "json", "--thresholds", "0.01")
+    code, out, err = run(capsys, *argv, "--top-k", "30", "31")
+    assert code == 0, err
+    summary = json.loads(out)["summary"]
+    assert summary["R@31 IoU>0.01"] - summary["R@30 IoU>0.01"] == pytest.approx(100 / 200)
+    rows = [
+        {"qid": 1, "duration": 10, "relevant_windows": [[0, 4]]},
+        {"qid": 2, "duration": 10, "relevant_windows": [[2, 4]]},
+    ]
+    windows = [[5, 6, 0.1]] * 10 + [[0, 4, 0.9]]  # the 11th would match, were it read
+    sub = [
+        {"qid": 1, "pred_relevant_windows": windows},
+        {"qid": 2, "pred_relevant_windows": [[2, 4, 1]]},
+    ]
+    truth, submission = _jsonl(tmp_path / "gt.jsonl", rows), _jsonl(tmp_path / "s.jsonl", sub)
+    assert read_qvhighlights(truth, submission)["mr"][2].shape[1] == 10
+    code, out, err = run(capsys, "grounding", truth, submission, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["brief"]["MR-full-mAP@0.5"] == 50.0

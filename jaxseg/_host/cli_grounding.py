@@ -31,6 +31,7 @@ from jaxseg._host.padding import bucket, size_groups
 NLQ_THRESHOLDS = (0.3, 0.5)
 NLQ_TOP_K = (1, 5)
 MR_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+MR_PREDICTIONS = 10  # the windows MR-mAP ranks (Moment-DETR's max_pred_windows)
 LENGTH_RANGES = {"short": (0, 10), "middle": (10, 30), "long": (30, 150)}
 SALIENCY_MINIMA = {"Fair": 2, "Good": 3, "VeryGood": 4}
 
@@ -165,9 +166,11 @@ def _field(path: Path, where: str, row: dict, key: str, kind, what: str):
     return value
 
 
-def read_nlq(ground_truth: Path, predictions: Path):
+def read_nlq(ground_truth: Path, predictions: Path, keep: int):
     """Ego4D NLQ annotations and predictions -> (targets [Q, 1, 2], predictions [Q, P, 2],
-    mask [Q, P], number of annotated queries); one row per prediction entry.
+    mask [Q, P], number of annotated queries); one row per prediction entry, its first
+    ``keep`` predictions (the largest k of Recall@k: padding every query to the longest list
+    grew the memory with it), every prediction checked.
 
     A (clip_uid, annotation_uid) pair annotated twice is an error: the script keeps the last
     one for matching but counts the queries of both. So is a query predicted twice, which the
@@ -234,7 +237,8 @@ def read_nlq(ground_truth: Path, predictions: Path):
         gt = [query[t] for t in times]
         targets.append([window(f"{ground_truth}: {at}", gt)])
         times = _field(predictions, f"results[{i}]", entry, "predicted_times", list, "a list")
-        predicted.append([window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)])
+        windows = [window(f"{where}.predicted_times[{j}]", w) for j, w in enumerate(times)]
+        predicted.append(windows[:keep])
     if not targets:
         raise InputError(f"{predictions}: 'results' is empty")
     total = sum(len(rows) for rows in queries.values())
@@ -326,7 +330,9 @@ def _check_same_qids(ground_truth: Path, truth: dict, submission: Path, sub: dic
 
 
 def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
-    """QVHighlights JSONL -> padded float64 tables (MR) and saliency tables (HL, or None)."""
+    """QVHighlights JSONL -> padded float64 tables (MR) and saliency tables (HL, or None).
+    Each query keeps its first ``MR_PREDICTIONS`` predicted windows, all that MR-R1 and MR-mAP
+    read, every window checked."""
     truth = _qids(ground_truth, load_jsonl(ground_truth, "ground-truth file"), "ground-truth")
     sub = _qids(submission, load_jsonl(submission, "submission file"), "submission")
     _check_same_qids(ground_truth, truth, submission, sub)
@@ -345,7 +351,8 @@ def read_qvhighlights(ground_truth: Path, submission: Path) -> dict:
                     "and MR-mAP need (one window at least)"
                 )
             rows = _field(submission, f"line {m}", entry, "pred_relevant_windows", list, "a list")
-            pred.append([window(f"{submission}:{m}", w, scored=True) for w in rows])
+            windows = [window(f"{submission}:{m}", w, scored=True) for w in rows]
+            pred.append(windows[:MR_PREDICTIONS])
         if "pred_saliency_scores" in entry:
             num_clips = _num_clips(ground_truth, n, row)
             values = _field(submission, f"line {m}", entry, "pred_saliency_scores", list, "a list")
@@ -465,7 +472,9 @@ def _mr_rows(tables):
 
     gt, gm, pred, scores, pm = tables
     r1 = jax.jit(grounding_recall, static_argnames=("k", "iou_thresholds", "comparison"))
-    ap = jax.jit(moment_retrieval_average_precision, static_argnames=("iou_thresholds",))
+    ap = jax.jit(
+        moment_retrieval_average_precision, static_argnames=("iou_thresholds", "max_predictions")
+    )
     length = gt[..., 1] - gt[..., 0]
     rows, brief, columns = [], {}, []
     for name in ("full", *LENGTH_RANGES):
@@ -478,7 +487,9 @@ def _mr_rows(tables):
         hits = np.asarray(
             r1(gt, pred, k=(1,), iou_thresholds=MR_THRESHOLDS, comparison="inclusive", **kw)
         )[..., 0]
-        aps = np.asarray(ap(gt, pred, scores, iou_thresholds=MR_THRESHOLDS, **kw))
+        aps = np.asarray(
+            ap(gt, pred, scores, iou_thresholds=MR_THRESHOLDS, max_predictions=MR_PREDICTIONS, **kw)
+        )
         kept = mask.any(axis=1)
         r, a = 100 * _mean_of_kept(hits, kept), 100 * _mean_of_kept(aps, kept)
         rows.append((name, int(kept.sum()), r[0], r[4], a[0], a[5], a.mean()))
@@ -595,7 +606,8 @@ def run(args: argparse.Namespace) -> int:
                 raise InputError(f"{flag} is for Ego4D NLQ; QVHighlights (.jsonl) does not take it")
         report = _qvhighlights_report(args, read_qvhighlights(ground_truth, predictions))
     else:
-        report = _nlq_report(args, *read_nlq(ground_truth, predictions))
+        keep = max(1, *(args.top_k or NLQ_TOP_K))  # the top-k read; bad ks are named later
+        report = _nlq_report(args, *read_nlq(ground_truth, predictions, keep))
     text = reports.render(report, args.format, decimals=args.decimals)
     reports.emit(text, args.output, quiet=args.quiet)
     return 0
