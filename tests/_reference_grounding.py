@@ -60,8 +60,8 @@ def moment_retrieval_ap(gts, preds, scores, thresholds, max_predictions=10):
         hits = []
         for p, _ in kept:
             ious = [union_iou(p, g) for g in gts]
-            # candidates by decreasing IoU, later index first among equal IoUs
-            order = sorted(range(len(gts)), key=lambda i: (-ious[i], -i))
+            # candidates by decreasing IoU, lower index first among equal IoUs
+            order = sorted(range(len(gts)), key=lambda i: (-ious[i], i))
             hit = False
             for i in order:
                 if ious[i] < t:

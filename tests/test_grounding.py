@@ -267,6 +267,28 @@ def test_degenerate_queries():
     assert np.isnan(np.asarray(M.highlight_average_precision(y, s, mask=nothing))).all()
 
 
+def test_targets_of_equal_iou_go_to_the_lower_index_as_in_detection():
+    """The first prediction has IoU 0.8 with both [0, 8] and [2, 10]. Taking [0, 8], the
+    second ([4, 10]: IoU 0.75 with [2, 10]) is a true positive. The reference values were
+    computed by Moment-DETR's own code, jayleicn/moment_detr @ b7e553ac,
+    standalone_eval/eval.py, compute_mr_ap (numpy 2.4.6, AVX-512: its argsort()[::-1] put
+    [0, 8] first); jaxseg took [2, 10] (25 at 0.5..0.75, mean 17.5) until its tie rule became
+    detection's."""
+    targets = np.array([[0.0, 8.0], [2.0, 10.0], [4.0, 6.0], [8.0, 10.0]])
+    predictions, scores = np.array([[0.0, 10.0], [4.0, 10.0]]), np.array([0.9, 0.8])
+    with jax.enable_x64(True):
+        ap = np.asarray(M.moment_retrieval_average_precision(targets, predictions, scores))
+        detection = M.detection_average_precision(
+            targets[None], np.zeros((1, 4), np.int32), predictions[None],
+            np.zeros((1, 2), np.int32), scores[None], num_classes=1,
+            iou_thresholds=tuple(np.round(np.linspace(0.5, 0.95, 10), 2).tolist()),
+        )  # fmt: skip
+    reference = [50.0] * 6 + [25.0, 0.0, 0.0, 0.0]  # compute_mr_ap's per-threshold values
+    np.testing.assert_array_equal(100 * ap, reference)
+    assert 100 * ap.mean() == pytest.approx(32.5)  # its MR-mAP
+    np.testing.assert_allclose(np.asarray(detection.per_class[0]), ap, rtol=1e-6)
+
+
 def test_bad_arguments_name_themselves():
     gt, pred = jnp.zeros((2, 2)), jnp.zeros((3, 2))
     with pytest.raises(ValueError, match="comparison"):

@@ -192,6 +192,8 @@ def test_label_arrays(tmp_path):
         "uint64": (np.array([2**63 + 1], np.uint64), "label 9223372036854775809 at frame 1"),
         "limit": (np.array([0, 2**20]), "label 1048576 at frame 2 is not a class index"),
         "nan": (np.array([[0.0, np.nan]]), "no NaN"),
+        # the argmax read class 0
+        "no_class": (np.array([[0.0, 1.0], [-np.inf, -np.inf]]), "frame 2 are -inf in every"),
         "objects": (np.array([1, "a"], dtype=object), "not a readable .npy array"),
     }
     for name, (array, message) in bad.items():

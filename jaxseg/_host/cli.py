@@ -934,8 +934,7 @@ def run() -> None:
 def _out_of_memory(args: argparse.Namespace) -> str:
     """The out-of-memory error; where a bootstrap ran, it names ``--samples`` too (each
     replicate is kept: a billion of them exhaust the memory whatever the number of videos)."""
-    items = {"evaluate": "videos", "compare": "videos", "detection": "videos"}
-    fewer = f"fewer {items.get(args.command, 'queries')} at once"
+    fewer = f"fewer {'queries' if args.command == 'grounding' else 'videos'} at once"
     if args.command in ("evaluate", "compare"):
         fewer += " (--split)"
     if getattr(args, "confidence", None) is not None:  # compare's has a default

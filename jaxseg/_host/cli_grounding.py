@@ -178,13 +178,9 @@ def read_nlq(ground_truth: Path, predictions: Path, keep: int):
     document = read_json(ground_truth, "ground-truth file")
     if not isinstance(document, dict) or not isinstance(document.get("videos"), list):
         qvhighlights = isinstance(document, dict) and "qid" in document
+        hint = "; QVHighlights files are JSON Lines, read by the .jsonl suffix"
         raise InputError(
-            f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list"
-            + (
-                "; QVHighlights files are JSON Lines, read by the .jsonl suffix"
-                if qvhighlights
-                else ""
-            )
+            f"{ground_truth}: an Ego4D NLQ file needs a 'videos' list{hint * qvhighlights}"
         )
     queries: dict[tuple[str, str], list] = {}
     first: dict[tuple[str, str], str] = {}  # where each pair is annotated

@@ -439,7 +439,7 @@ def read_label_array(
 
     Raises:
       InputError: unreadable file, wrong rank or dtype, empty array, a label outside
-        ``[0, LABEL_LIMIT)``, NaN scores.
+        ``[0, LABEL_LIMIT)``, NaN scores, a frame whose scores are all -inf.
 
     >>> import pathlib, tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -453,6 +453,12 @@ def read_label_array(
     if array.ndim == 2 and np.issubdtype(array.dtype, np.floating):
         if array.shape[1] == 0 or np.isnan(array).any():
             raise InputError(f"{path}: score array [T, C] must have C >= 1 and no NaN")
+        lowest = np.all(array == -np.inf, axis=1)  # the argmax would predict class 0
+        if lowest.any():
+            raise InputError(
+                f"{path}: scores of frame {int(np.argmax(lowest)) + 1} are -inf in every "
+                "class: no class is predicted"
+            )
         if num_classes is not None and array.shape[1] != num_classes:
             raise InputError(
                 f"{path}: scores [T, C] of shape {array.shape} have {array.shape[1]} class "

@@ -254,7 +254,8 @@ def grounding_iou(
 
 def _greedy_hits(iou, keep, thresholds):
     """Moment-DETR matching ``[P, T]``: in rank order, each prediction takes the free target of
-    highest IoU ``>= t`` (the later index on equal IoUs, as ``argsort()[::-1]``)."""
+    highest IoU ``>= t`` (the lower index on equal IoUs, as detection's matching: the
+    scripts' ``argsort()[::-1]`` orders them as numpy's sort of the day)."""
     t = jnp.asarray(thresholds, iou.dtype)
     num_targets = iou.shape[-1]
 
@@ -262,7 +263,7 @@ def _greedy_hits(iou, keep, thresholds):
         iou_p, keep_p = entry
         candidate = (iou_p[None, :] >= t[:, None]) & ~locked & keep_p
         key = jnp.where(candidate, iou_p[None, :], -1.0)
-        best = num_targets - 1 - jnp.argmax(key[:, ::-1], axis=-1)
+        best = jnp.argmax(key, axis=-1)
         hit = jnp.any(candidate, axis=-1)
         return locked | (jax.nn.one_hot(best, num_targets, dtype=bool) & hit[:, None]), hit
 
@@ -329,7 +330,9 @@ def moment_retrieval_average_precision(
     a length range to get the reference's short/middle/long subsets). A zero-length prediction
     on a zero-length target has IoU 0 here; the reference's 0/0 is NaN, which passes its
     ``iou < t`` test, a true positive wherever the two windows are. Equal scores keep list
-    order, as the reference's stable sort. IoUs follow the input dtype (see
+    order, as the reference's stable sort; equal IoUs take the lower target index, as
+    :func:`detection_average_precision` (the reference's ``argsort()[::-1]`` orders them as
+    numpy's unstable sort happens to). IoUs follow the input dtype (see
     :func:`grounding_recall`); in float32 the sum over the ranked list is taken in fixed point
     (``2**-24``) so that a query's AP does not depend on the batch shape.
     """
