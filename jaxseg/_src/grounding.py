@@ -255,7 +255,7 @@ def grounding_iou(
 def _greedy_hits(iou, keep, thresholds):
     """Moment-DETR matching ``[P, T]``: in rank order, each prediction takes the free target of
     highest IoU ``>= t`` (the lower index on equal IoUs, as detection's matching: the
-    scripts' ``argsort()[::-1]`` orders them as numpy's sort of the day)."""
+    scripts' ``argsort()[::-1]`` orders them as numpy's unstable sort does on the machine)."""
     t = jnp.asarray(thresholds, iou.dtype)
     num_targets = iou.shape[-1]
 
