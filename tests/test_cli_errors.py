@@ -623,3 +623,26 @@ def test_output_never_overwrites_an_input(dataset, capsys):
         assert main(["evaluate", str(truth), str(predictions), "--output", str(output)]) == 0
         assert output.is_file()
         capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "T", "P", "--iou-thresholds", "0.1", "--iou-thresholds", "0.5"],
+        ["evaluate", "T", "P", "--iou-thresholds", "0.1", "--overlaps", "0.5"],
+        ["compare", "T", "A", "B", "--background", "--background", "x"],
+        ["detection", "T", "P", "--thresholds", "0.5", "--thresholds", "0.7"],
+        ["detection", "T", "P", "--online", "--ambiguous", "1", "--ambiguous", "2"],
+        ["grounding", "T", "P", "--top-k", "1", "--top-k", "5"],
+    ],
+)
+def test_a_list_option_given_again_is_refused(capsys, argv):
+    """The second list replaced the first without a word: --iou-thresholds 0.1
+    --iou-thresholds 0.5 scored 0.5 alone."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    option = argv[-2]
+    assert capsys.readouterr().err.endswith(
+        f"error: {option} is given again; list every value after one {option}\n"
+    )

@@ -132,6 +132,32 @@ def _level(text: str) -> float:
     return value
 
 
+def _store_list_once(action, parser, namespace, values, option_string) -> None:
+    """Stores ``values``; a list option (``nargs`` ``+`` or ``*``) found already given, by
+    this name or another of its destination, is a usage error: its second list replaced the
+    first without a word (``--iou-thresholds 0.1 --iou-thresholds 0.5`` scored 0.5 alone)."""
+    listed = action.nargs in ("+", "*")
+    if listed and getattr(namespace, action.dest) is not parser.get_default(action.dest):
+        parser.error(f"{option_string} is given again; list every value after one {option_string}")
+    setattr(namespace, action.dest, values)
+
+
+class _ListOnce(argparse.Action):
+    """A list option that refuses a second occurrence (:func:`_store_list_once`)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        _store_list_once(self, parser, namespace, values, option_string)
+
+
+class _Parser(argparse.ArgumentParser):
+    """The parser of a ``jaxseg`` command: its list options refuse a second occurrence."""
+
+    def add_argument(self, *args, **kwargs):
+        if kwargs.get("nargs") in ("+", "*") and "action" not in kwargs:
+            kwargs["action"] = _ListOnce
+        return super().add_argument(*args, **kwargs)
+
+
 class _DeprecatedAlias(argparse.Action):
     """An option's old name: stores into the new option's destination and says so on stderr."""
 
@@ -141,7 +167,7 @@ class _DeprecatedAlias(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         print(f"jaxseg: {option_string} is deprecated, use {self.replacement}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
+        _store_list_once(self, parser, namespace, values, option_string)
 
 
 def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -284,7 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_CACHE_NOTE,
     )
     parser.add_argument("--version", action="version", version=f"jaxseg {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     _add_evaluate_command(commands)
     _add_compare_command(commands)
     cli_detection.add_parser(commands, _add_output_arguments)

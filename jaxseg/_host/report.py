@@ -226,12 +226,11 @@ def check_output(path: str | None, *, files=(), folders=()) -> None:
         if Path(given).resolve() == target:
             raise InputError(f"{path}: --output would overwrite {given}, an input of this run")
     for given in (f for f in folders if f is not None):
-        if target.parent == Path(given).resolve() and is_label_file_name(target):
-            if target.is_file():
-                raise InputError(
-                    f"{path}: --output would overwrite a label file of {given}, an input of "
-                    "this run"
-                )
+        inside = target.parent == Path(given).resolve()
+        if inside and is_label_file_name(target) and target.is_file():
+            raise InputError(
+                f"{path}: --output would overwrite a label file of {given}, an input of this run"
+            )
 
 
 def check_folder(path: str | None, option: str) -> None:
