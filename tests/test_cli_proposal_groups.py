@@ -86,7 +86,8 @@ def test_groups_give_the_curve_of_one_padded_table_bit_for_bit(tmp_path, capsys,
     summary = json.loads(capsys.readouterr().out)["summary"]
     assert [summary[f"AR@{a}"] for a in at] == [100 * float(x) for x in expected.at]
     assert summary["AUC"] == 100 * float(expected.auc)
-    assert summary["average_recall"] == [float(x) for x in expected.average_recall]
+    # percentages, as AR@n, AUC and the file's "unit" (it held fractions)
+    assert summary["average_recall"] == [100 * float(x) for x in expected.average_recall]
     assert summary["proposals"] == sum(len(rows) for rows in data.proposals)
 
 

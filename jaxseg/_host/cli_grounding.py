@@ -794,7 +794,7 @@ def proposal_report(args) -> reports.Report:
         "max_average_proposals": max_average,
         "subset": args.subset,
         **dict(zip(columns[1:], values, strict=True)),
-        "average_recall": [float(x) for x in curve.average_recall],
+        "average_recall": [100 * float(x) for x in curve.average_recall],  # as "unit" says
         "proposals_per_video": [float(x) for x in curve.proposals_per_video],
     }
     text = (
