@@ -604,7 +604,11 @@ def test_output_never_overwrites_an_input(dataset, capsys):
         compare = ("compare", truth, predictions, predictions, "--output", output)
         assert main([*map(str, compare)]) == 2
         assert "--output would overwrite" in capsys.readouterr().err
-    assert fails(capsys, truth, predictions, "--matching", "global", "--output", truth / "a.txt")
+    assert fails(
+        capsys, truth, predictions, "--matching", "global", "--output", truth / "a.txt"
+    ) == (
+        f"{truth / 'a.txt'}: --output would overwrite a label file of {truth}, an input of this run"
+    )
     split = root / "split.bundle"
     split.write_text("a.txt\nb.txt\n")
     assert fails(capsys, truth, predictions, "--split", split, "--output", split).endswith(
