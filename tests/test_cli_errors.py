@@ -564,7 +564,7 @@ def test_options_evaluate_would_ignore_are_refused(dataset, capsys):
         )
     for option in (["--samples", "50"], ["--seed", "3"]):
         assert fails(capsys, truth, predictions, "--matching", "global", *option) == (
-            f"--matching does not take {option[0]}"
+            f"--matching global does not take {option[0]}"
         )
     assert (
         main(["evaluate", str(truth), str(predictions), "--confidence", "0.9", "--seed", "3"]) == 0

@@ -154,7 +154,7 @@ def test_errors(folders, capsys):
         capsys, root, predictions, "--matching", "per-video"
     )
     assert fails(capsys, root, predictions, "--matching", "global", "--confidence", "0.9") == (
-        "--matching does not take --confidence"
+        "--matching global does not take --confidence"
     )
     assert (
         fails(capsys, root, predictions, "--matching", "global", "--segments-per-video", "0")
@@ -202,6 +202,8 @@ def test_cluster_ids_beyond_the_matching_table_are_named(folders, capsys):
         ("per-video", ["--segments-per-video", "3"]),
         ("per-video", ["--iou-thresholds", "0.5"]),
         ("asot-per", ["--plot-videos", "2"]),
+        ("asot-full", ["--confidence", "0.9"]),  # one matching of the whole set
+        ("global", ["--seed", "3"]),
     ],
 )
 def test_options_a_protocol_would_ignore_are_refused(folders, capsys, matching, option):
@@ -259,3 +261,27 @@ def test_a_divisor_below_what_it_divides_is_noted(folders, capsys):
         matching = "global" if option[0] == "--segments-per-video" else "per-video"
         assert main([*argv, "--matching", matching, *option]) == 0
         assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("matching", ["per-video", "asot-per"])
+def test_per_video_protocols_give_intervals_over_videos(folders, capsys, matching):
+    """The per-video protocols report means over videos: --confidence bootstraps them
+    (the set-level protocols, one matching of the whole set, still refuse it)."""
+    import jax
+
+    from jaxseg.stats import resample_indices
+
+    root, _, predictions = folders
+    argv = ("--matching", matching, "--per-video", "--confidence", "0.9", "--samples", "400")
+    document = _json(capsys, root, predictions, *argv, "--seed", "5")
+    intervals = {row["metric"]: row for row in document["intervals"]}
+    videos = document["per_video"]
+    indices = np.asarray(resample_indices(jax.random.key(5), num_videos=3, num_samples=400))
+    assert (document["summary"]["confidence"], document["summary"]["samples"]) == (0.9, 400)
+    for column, row in intervals.items():
+        values = np.array([v[column] for v in videos], np.float64)  # percentages
+        assert not np.isnan(values).any()
+        want = np.quantile(values[indices].mean(axis=1), [0.05, 0.95])
+        np.testing.assert_allclose([row["low"], row["high"]], want, rtol=1e-5, err_msg=column)
+        assert row["value"] == document["results"][0][column]
+        assert row["low"] <= row["value"] <= row["high"]

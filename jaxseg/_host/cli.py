@@ -294,6 +294,27 @@ def resampling(args) -> tuple[int, int]:
     )
 
 
+def mean_interval_section(args, items: str, names, values, kept, reported):
+    """``--confidence``'s section of a command whose numbers are means over ``items``
+    ("queries", "videos"): percentile-bootstrap intervals (%) of the ``reported``
+    percentages, the means of ``values [N, M]`` over their ``kept [N, M]`` items
+    (:func:`~jaxseg._host.intervals.mean_intervals`), and the facts for the JSON summary."""
+    from jaxseg._host.intervals import mean_intervals
+
+    num_samples, seed = resampling(args)
+    means = np.asarray(reported, np.float64) / 100
+    ends = 100 * mean_intervals(
+        values, kept, means, confidence=args.confidence, num_samples=num_samples, seed=seed
+    )
+    rows = tuple((n, r, low, high) for n, r, (low, high) in zip(names, reported, ends))
+    title = (
+        f"{100 * args.confidence:g}% percentile-bootstrap intervals over {items} (%; none "
+        f"where fewer than 2 {items})"
+    )
+    section = reports.Section("intervals", title, ("metric", "value", "low", "high"), rows)
+    return section, {"confidence": args.confidence, "samples": num_samples, "seed": seed}
+
+
 _CACHE_NOTE = (
     "Compiled programs are cached in $JAXSEG_CACHE_DIR (default ~/.cache/jaxseg; set it to an "
     "empty string to disable), so later runs skip compilation."

@@ -398,6 +398,7 @@ def _threshold_texts(thresholds) -> list[str]:
 def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
     import jax
 
+    from jaxseg._host.cli import mean_interval_section
     from jaxseg.metrics import grounding_iou, grounding_recall
 
     # Each once: a value given twice gave the table a column twice and the JSON one key.
@@ -433,32 +434,13 @@ def _nlq_report(args, gt, pred, mask, total) -> reports.Report:
     }
     if args.confidence is not None:
         kept = np.ones(per_query.shape, bool)
-        section, facts = _intervals(args, [*columns, "mIoU"], per_query, kept, values)
+        section, facts = mean_interval_section(
+            args, "queries", [*columns, "mIoU"], per_query, kept, values
+        )
         sections.append(section)
         summary.update(facts)
     text = f"Evaluated: {len(gt)} / {total} instances (Ego4D NLQ, IoU > threshold)"
     return reports.Report(text, summary, tuple(sections))
-
-
-def _intervals(args, names, per_query, kept, reported) -> tuple[reports.Section, dict]:
-    """The section of ``--confidence`` intervals (%) of the ``reported`` percentages, the
-    means of the per-query values ``[Q, M]`` over their ``kept`` queries, and its facts for
-    JSON."""
-    from jaxseg._host.cli import resampling
-    from jaxseg._host.intervals import mean_intervals
-
-    num_samples, seed = resampling(args)
-    means = np.asarray(reported, np.float64) / 100
-    ends = 100 * mean_intervals(
-        per_query, kept, means, confidence=args.confidence, num_samples=num_samples, seed=seed
-    )
-    rows = tuple((n, r, low, high) for n, r, (low, high) in zip(names, reported, ends))
-    title = (
-        f"{100 * args.confidence:g}% percentile-bootstrap intervals over queries (%; none "
-        "where fewer than 2 queries)"
-    )
-    section = reports.Section("intervals", title, ("metric", "value", "low", "high"), rows)
-    return section, {"confidence": args.confidence, "samples": num_samples, "seed": seed}
 
 
 def _mr_rows(tables):
@@ -558,6 +540,8 @@ def _hl_rows(tables):
 def _qvhighlights_report(args, data) -> reports.Report:
     import jax
 
+    from jaxseg._host.cli import mean_interval_section
+
     sections, brief, blocks = [], {}, []
     with jax.enable_x64(True):
         if data["mr"] is not None:
@@ -582,7 +566,7 @@ def _qvhighlights_report(args, data) -> reports.Report:
             blocks.append(hl_columns)
     summary = {"queries": data["queries"], "brief": {k: float(v) for k, v in sorted(brief.items())}}
     if args.confidence is not None:
-        section, facts = _intervals(args, *_stacked(blocks))
+        section, facts = mean_interval_section(args, "queries", *_stacked(blocks))
         sections.append(section)
         summary.update(facts)
     text = f"{data['queries']:,} queries (QVHighlights / Moment-DETR standalone_eval)"

@@ -303,6 +303,15 @@ def report(args, names, targets, class_names, background, overall, per_video):
         "background": background_names,
         "matching": args.matching,
     }
+    if args.confidence is not None:  # the per-video protocols: means over videos
+        from jaxseg._host.cli import mean_interval_section
+
+        values = np.stack([per_video[key] for _, key in columns], axis=1)
+        section, facts = mean_interval_section(
+            args, "videos", [c for c, _ in columns], values, ~np.isnan(values), rows[0][1:]
+        )
+        sections.append(section)
+        summary.update(facts)
     text = reports.description(
         len(names),
         frames,
@@ -315,7 +324,7 @@ def report(args, names, targets, class_names, background, overall, per_video):
 
 def _check_protocol_options(args) -> None:
     """Refuses an option that the chosen protocol would silently ignore."""
-    from jaxseg._host.cli import DEFAULT_IOU_THRESHOLDS
+    from jaxseg._host.cli import DEFAULT_IOU_THRESHOLDS, check_resampling_options
 
     ignored = (
         (args.plot_videos != 0, "--plot-videos"),
@@ -323,10 +332,20 @@ def _check_protocol_options(args) -> None:
         (args.per_video and args.matching in _SET_LEVEL, "--per-video"),
         (args.segments_per_video is not None and args.matching != "global", "--segments-per-video"),
         (args.iou_divisor is not None and args.matching != "per-video", "--iou-divisor"),
+        # one matching of the whole set: a replicate would need a matching of its own
+        *(
+            (value is not None and args.matching in _SET_LEVEL, name)
+            for value, name in (
+                (args.confidence, "--confidence"),
+                (args.samples, "--samples"),
+                (args.seed, "--seed"),
+            )
+        ),
     )
     for flag, name in ignored:
         if flag:
             raise InputError(f"--matching {args.matching} does not take {name}")
+    check_resampling_options(args)
 
 
 def run(args) -> int:
@@ -337,9 +356,6 @@ def run(args) -> int:
         (args.demo, "--demo"),
         (args.per_class, "--per-class"),
         (args.plot, "--plot"),
-        (args.confidence, "--confidence"),
-        (args.samples is not None, "--samples"),
-        (args.seed is not None, "--seed"),
         (args.legacy_asformer_end, "--legacy-asformer-end"),
     ):
         if flag:
