@@ -323,7 +323,8 @@ def report(args, names, targets, class_names, background, overall, per_video):
 
 
 def _check_protocol_options(args) -> None:
-    """Refuses an option that the chosen protocol would silently ignore."""
+    """Refuses an option that the chosen protocol would silently ignore, and checks the
+    resampling options as ``evaluate`` does (:func:`~jaxseg._host.cli.check_resampling_options`)."""
     from jaxseg._host.cli import DEFAULT_IOU_THRESHOLDS, check_resampling_options
 
     ignored = (
